@@ -1,0 +1,37 @@
+# Two commands do all the set-up: `make demo` and `make test`. Every step is idempotent.
+PYTHON ?= python3
+VENV := .venv
+VENV_PY := $(VENV)/bin/python
+VENV_STAMP := $(VENV)/.installed
+KAFKA_LIBS := jvm/target/kafka-libs
+JARS_STAMP := $(KAFKA_LIBS)/.resolved
+PYTEST_ARGS ?=
+
+.PHONY: demo test venv jars clean
+
+venv: $(VENV_STAMP)
+
+$(VENV_STAMP): pyproject.toml
+	test -x $(VENV_PY) || $(PYTHON) -m venv $(VENV)
+	$(VENV_PY) -m pip install -q --upgrade pip
+	$(VENV_PY) -m pip install -q -e '.[test]'
+	touch $@
+
+# Apache Kafka's broker and kafka-streams jars, pinned in jvm/pom.xml, resolved from Maven Central.
+jars: $(JARS_STAMP)
+
+$(JARS_STAMP): jvm/pom.xml
+	@command -v java >/dev/null || { echo "Java 17+ is needed: apt-get install -y openjdk-17-jdk-headless"; exit 1; }
+	@command -v mvn >/dev/null || { echo "Maven is needed: apt-get install -y maven"; exit 1; }
+	rm -rf $(KAFKA_LIBS)
+	mvn -q -B -f jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=target/kafka-libs -DincludeScope=runtime
+	touch $@
+
+test: venv jars
+	$(VENV_PY) -m pytest $(PYTEST_ARGS)
+
+demo: venv jars
+	$(VENV_PY) examples/broker_smoke.py
+
+clean:
+	rm -rf $(VENV) jvm/target build .streams-rt

@@ -1,0 +1,1 @@
+"""Broker-facing helpers: the development broker launcher, admin and partitioner helpers."""

@@ -1,0 +1,63 @@
+"""Finding Java and the pinned Kafka jars that `make jars` resolves, and compiling the small
+Java programs that tests and benchmarks run against Kafka's own classes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KAFKA_LIBS = Path(os.environ.get("STREAMS_RT_KAFKA_LIBS", REPO_ROOT / "jvm" / "target" / "kafka-libs"))
+
+
+class JvmSetupError(RuntimeError):
+    """Java or the Kafka jars are missing; the message names the command that fixes it."""
+
+
+def find_java(java: str | None = None) -> str:
+    """The `java` executable: an explicit path, else $JAVA_HOME/bin/java, else `java` on PATH."""
+    candidates = [java] if java else []
+    if not java and os.environ.get("JAVA_HOME"):
+        candidates.append(str(Path(os.environ["JAVA_HOME"]) / "bin" / "java"))
+    if not java:
+        candidates.append("java")
+    for candidate in candidates:
+        found = shutil.which(candidate)
+        if found:
+            return found
+    raise JvmSetupError(
+        f"Java was not found (looked for {', '.join(candidates)}). "
+        "Install a JDK 17 or newer: `apt-get install -y openjdk-17-jdk-headless`."
+    )
+
+
+def kafka_classpath(libs: Path = KAFKA_LIBS) -> str:
+    """Classpath of every resolved Kafka jar; raises JvmSetupError naming `make jars` when absent."""
+    jars = sorted(libs.glob("*.jar")) if libs.is_dir() else []
+    if not any(j.name.startswith("kafka_2.13-") for j in jars):
+        raise JvmSetupError(f"the Kafka jars are not in {libs}: run `make jars` (Maven resolves them).")
+    return os.pathsep.join(str(j) for j in jars)
+
+
+def compile_java(sources: list[Path], out_dir: Path) -> str:
+    """Compile `sources` against the Kafka jars into `out_dir` unless already up to date.
+
+    Returns the classpath to run them with (out_dir first)."""
+    classpath = kafka_classpath()
+    stamp = out_dir / ".compiled"
+    newest = max(src.stat().st_mtime for src in sources)
+    if not stamp.exists() or stamp.stat().st_mtime < newest:
+        javac = shutil.which("javac")
+        if javac is None:
+            raise JvmSetupError("javac was not found: `apt-get install -y openjdk-17-jdk-headless`.")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [javac, "-nowarn", "-d", str(out_dir), "-cp", classpath, *map(str, sources)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        stamp.touch()
+    return os.pathsep.join([str(out_dir), classpath])

@@ -1,0 +1,83 @@
+"""Value types shared by every layer: the identity of a task, of a host and of a partition,
+and the protocol constants that Kafka Streams defines for them."""
+
+from __future__ import annotations
+
+import enum
+import functools
+from dataclasses import dataclass
+
+LATEST_SUPPORTED_VERSION = 11
+EARLIEST_PROBEABLE_VERSION = 3
+
+# Task offset-sum sentinels carried in subscriptions (Kafka's Task.LATEST_OFFSET and friends).
+OFFSET_SUM_RUNNING_ACTIVE = -2  # the client runs this task as active right now: lag 0 by definition
+OFFSET_SUM_UNKNOWN = -3  # the client reported the task but no offsets are known
+OFFSET_SUM_OFFSET_UNKNOWN = -4  # a changelog offset is unknown (e.g. EOS without a checkpoint)
+
+
+class AssignorError(enum.IntEnum):
+    """Error codes the group leader returns in AssignmentInfo (v5+)."""
+
+    NONE = 0
+    INCOMPLETE_SOURCE_TOPIC_METADATA = 1
+    VERSION_PROBING = 2
+    ASSIGNMENT_ERROR = 3
+    SHUTDOWN_REQUESTED = 4
+
+
+@functools.total_ordering
+@dataclass(frozen=True, slots=True)
+class TaskId:
+    """One task: a subtopology applied to one input partition, optionally within a named topology.
+
+    Ordered as Kafka orders TaskId: unnamed before named, then topology name, subtopology, partition.
+    """
+
+    subtopology: int
+    partition: int
+    topology_name: str | None = None
+
+    def _sort_key(self) -> tuple[int, str, int, int]:
+        named = self.topology_name is not None
+        return (1 if named else 0, self.topology_name or "", self.subtopology, self.partition)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, TaskId):
+            return NotImplemented
+        return self._sort_key() < other._sort_key()
+
+    def __str__(self) -> str:
+        """Kafka's textual form, also the state-directory name: `1_3` or `name__1_3`."""
+        base = f"{self.subtopology}_{self.partition}"
+        return f"{self.topology_name}__{base}" if self.topology_name is not None else base
+
+    @classmethod
+    def parse(cls, text: str) -> TaskId:
+        """Inverse of `str()`; raises ValueError naming the text when it is not a task id."""
+        name, sep, rest = text.rpartition("__")
+        try:
+            sub, part = rest.split("_")
+            return cls(int(sub), int(part), name if sep else None)
+        except ValueError:
+            raise ValueError(f"not a task id: {text!r} (expected '<subtopology>_<partition>')") from None
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class HostInfo:
+    """The endpoint (host:port) a client serves interactive queries on."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
