@@ -1,0 +1,70 @@
+"""The operator command line: `streams-rt ...`. Errors print one clear line, never a traceback."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from streams_rt.kafka.dev_broker import BrokerError, DevBroker
+from streams_rt.kafka.jvm import JvmSetupError
+
+
+@click.group()
+@click.option("-v", "--verbose", is_flag=True, help="Log at INFO level.")
+def main(verbose: bool) -> None:
+    """streams_rt: Kafka Streams' stateful task model inside PySpark Structured Streaming."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@main.group("dev-broker")
+def dev_broker() -> None:
+    """A single-node Apache Kafka broker (KRaft) on loopback for development."""
+
+
+_directory_option = click.option(
+    "--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Broker directory (default: $STREAMS_RT_HOME/dev-broker or ./.streams-rt/dev-broker).")
+
+
+@dev_broker.command("start")
+@_directory_option
+@click.option("--port", type=int, default=0, show_default=True, help="Listener port; 0 picks a free one.")
+def dev_broker_start(directory: Path | None, port: int) -> None:
+    """Start the broker in the background (or reuse the one running on this directory)."""
+    broker = DevBroker(directory, port=port)
+    running = broker.status()
+    if running is not None:
+        click.echo(f"Kafka broker already running at {running.bootstrap_servers} (pid {running.pid})")
+        return
+    try:
+        info = broker.start(owned=False)
+    except (BrokerError, JvmSetupError) as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"Kafka broker running at {info.bootstrap_servers} (pid {info.pid}, "
+               f"started in {info.startup_seconds:.1f} s, log {info.log_file})")
+
+
+@dev_broker.command("status")
+@_directory_option
+def dev_broker_status(directory: Path | None) -> None:
+    """Say whether the broker runs and where; exit 1 when it does not."""
+    info = DevBroker(directory).status()
+    if info is None:
+        click.echo("Kafka broker not running")
+        raise SystemExit(1)
+    click.echo(f"Kafka broker running at {info.bootstrap_servers} (pid {info.pid}, log {info.log_file})")
+
+
+@dev_broker.command("stop")
+@_directory_option
+def dev_broker_stop(directory: Path | None) -> None:
+    """Stop the broker cleanly; its data stays for the next start."""
+    if DevBroker(directory).stop():
+        click.echo("Kafka broker stopped")
+    else:
+        click.echo("Kafka broker was not running")
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,365 @@
+"""A real single-node Apache Kafka broker (KRaft, combined broker+controller) on loopback, for
+development, demos and tests. It runs the jars that `make jars` resolves from Maven Central.
+
+Two ways to run it:
+- owned (`start(owned=True)`, the default for tests and the demo): the broker gets SIGTERM when the
+  process that started it dies, so a crashed test run never leaves a broker behind;
+- detached (`streams-rt dev-broker start`): it runs in its own session until `stop`.
+
+A `broker.json` file in the broker directory records the running broker, so a second `start` on the
+same directory reuses it instead of starting another.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import fcntl
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient
+
+from streams_rt.kafka.jvm import KAFKA_LIBS, find_java, kafka_classpath
+
+log = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+_PR_SET_PDEATHSIG = 1
+
+
+class BrokerError(RuntimeError):
+    """The broker could not be started, reached or stopped; the message says why."""
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """A running broker, as recorded in `broker.json`."""
+
+    pid: int
+    port: int
+    controller_port: int
+    directory: str
+    log_file: str
+    started_at: float
+    startup_seconds: float
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+
+def default_directory() -> Path:
+    """`$STREAMS_RT_HOME/dev-broker`, else `.streams-rt/dev-broker` under the current directory."""
+    home = os.environ.get("STREAMS_RT_HOME")
+    return (Path(home) if home else Path.cwd() / ".streams-rt") / "dev-broker"
+
+
+class DevBroker:
+    """Launcher for one broker directory: format, start, find again, stop."""
+
+    def __init__(
+        self,
+        directory: Path | str | None = None,
+        port: int = 0,
+        java: str | None = None,
+        libs: Path = KAFKA_LIBS,
+        heap: str = "512m",
+    ) -> None:
+        self.directory = Path(directory) if directory else default_directory()
+        self.port = port
+        self.java = java
+        self.libs = libs
+        self.heap = heap
+
+    # ---- paths -----------------------------------------------------------------------------
+    @property
+    def _state_file(self) -> Path:
+        return self.directory / "broker.json"
+
+    @property
+    def _ports_file(self) -> Path:
+        return self.directory / "ports.json"
+
+    @property
+    def _properties_file(self) -> Path:
+        return self.directory / "server.properties"
+
+    @property
+    def log_file(self) -> Path:
+        return self.directory / "logs" / "server.log"
+
+    @property
+    def _console_file(self) -> Path:
+        return self.directory / "logs" / "console.log"
+
+    # ---- public API ------------------------------------------------------------------------
+    def start(self, owned: bool = True, timeout_s: float = 90.0) -> BrokerInfo:
+        """Start the broker, or return the one already running on this directory."""
+        _validate_port(self.port)
+        java = find_java(self.java)
+        classpath = kafka_classpath(self.libs)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with self._start_lock():
+            running = self.status()
+            if running is not None:
+                log.info("reusing the Kafka broker already running at %s (pid %d)",
+                         running.bootstrap_servers, running.pid)
+                return running
+            port, controller_port = self._choose_ports()
+            self._write_configuration(port, controller_port)
+            self._format_storage(java, classpath)
+            return self._launch(java, classpath, port, controller_port, owned, timeout_s)
+
+    def status(self) -> BrokerInfo | None:
+        """The running broker of this directory, or None (a stale `broker.json` is removed)."""
+        info = self._read_state()
+        if info is None:
+            return None
+        if not _is_our_broker(info.pid, self._properties_file) or not _metadata_ok(info.bootstrap_servers, 5.0):
+            self._state_file.unlink(missing_ok=True)
+            return None
+        return info
+
+    def stop(self, timeout_s: float = 60.0) -> bool:
+        """Stop the broker of this directory with SIGTERM (SIGKILL after `timeout_s`).
+
+        Returns False when no broker was running."""
+        info = self._read_state()
+        self._state_file.unlink(missing_ok=True)
+        if info is None or not _is_our_broker(info.pid, self._properties_file):
+            return False
+        os.kill(info.pid, signal.SIGTERM)
+        if not _wait_for_exit(info.pid, timeout_s):
+            log.warning("broker pid %d did not stop within %.0f s of SIGTERM; sending SIGKILL", info.pid, timeout_s)
+            os.kill(info.pid, signal.SIGKILL)
+            _wait_for_exit(info.pid, 10.0)
+        log.info("stopped the Kafka broker at %s (pid %d)", info.bootstrap_servers, info.pid)
+        return True
+
+    # ---- steps -----------------------------------------------------------------------------
+    @contextmanager
+    def _start_lock(self) -> Iterator[None]:
+        with open(self.directory / ".start.lock", "w") as lock_file:
+            fcntl.flock(lock_file, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock_file, fcntl.LOCK_UN)
+
+    def _choose_ports(self) -> tuple[int, int]:
+        """The requested port, else the ports of the previous run if free (so a restarted broker keeps
+        its address), else fresh free ports."""
+        previous = json.loads(self._ports_file.read_text()) if self._ports_file.exists() else {}
+        if self.port:
+            if not _port_free(self.port):
+                raise BrokerError(f"port {self.port} on {LOOPBACK} is already in use; choose another or use 0 for a free port")
+            port = self.port
+        elif previous.get("port") and _port_free(previous["port"]):
+            port = previous["port"]
+        else:
+            port = _free_port()
+        controller_port = previous.get("controller_port")
+        if not controller_port or controller_port == port or not _port_free(controller_port):
+            controller_port = _free_port(exclude={port})
+        self._ports_file.write_text(json.dumps({"port": port, "controller_port": controller_port}))
+        return port, controller_port
+
+    def _write_configuration(self, port: int, controller_port: int) -> None:
+        data_dir = self.directory / "data"
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        properties = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@{LOOPBACK}:{controller_port}",
+            "listeners": f"PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(data_dir),
+            "num.partitions": "1",
+            "auto.create.topics.enable": "false",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "4",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "4",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        self._properties_file.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
+        (self.directory / "log4j2.properties").write_text(
+            "status = warn\n"
+            "appender.file.type = File\n"
+            "appender.file.name = file\n"
+            f"appender.file.fileName = {self.log_file}\n"
+            "appender.file.layout.type = PatternLayout\n"
+            "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+            "rootLogger.level = INFO\n"
+            "rootLogger.appenderRef.file.ref = file\n"
+            "logger.state.name = state.change.logger\n"
+            "logger.state.level = WARN\n"
+        )
+
+    def _format_storage(self, java: str, classpath: str) -> None:
+        """Format KRaft storage once; a formatted directory keeps its data across restarts."""
+        if (self.directory / "data" / "meta.properties").exists():
+            return
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        result = subprocess.run(
+            [java, "-cp", classpath, f"-Dlog4j2.configurationFile={self.directory / 'log4j2.properties'}",
+             "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._properties_file),
+             "--ignore-formatted"],
+            capture_output=True, text=True, timeout=120,
+        )
+        if result.returncode != 0:
+            raise BrokerError(f"formatting KRaft storage in {self.directory / 'data'} failed:\n"
+                              f"{result.stdout}{result.stderr}")
+
+    def _launch(self, java: str, classpath: str, port: int, controller_port: int,
+                owned: bool, timeout_s: float) -> BrokerInfo:
+        command = [
+            java, f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={self.directory / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={self.log_file.parent}", "-cp", classpath,
+            "kafka.Kafka", str(self._properties_file),
+        ]
+        began = time.monotonic()
+        with open(self._console_file, "ab") as console:
+            process = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT,
+                cwd=self.directory, start_new_session=not owned,
+                preexec_fn=_die_with_parent(os.getpid()) if owned else None,
+            )
+        bootstrap = f"{LOOPBACK}:{port}"
+        deadline = began + timeout_s
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise BrokerError(f"the Kafka broker exited with code {process.returncode} during start-up; "
+                                  f"last lines of {self._console_file} and {self.log_file}:\n{self._log_tail()}")
+            if _metadata_ok(bootstrap, 2.0):
+                break
+            time.sleep(0.2)
+        else:
+            process.kill()
+            raise BrokerError(f"the Kafka broker did not answer a metadata request on {bootstrap} within "
+                              f"{timeout_s:.0f} s; see {self.log_file}:\n{self._log_tail()}")
+        info = BrokerInfo(pid=process.pid, port=port, controller_port=controller_port,
+                          directory=str(self.directory), log_file=str(self.log_file),
+                          started_at=time.time(), startup_seconds=round(time.monotonic() - began, 2))
+        self._state_file.write_text(json.dumps(asdict(info), indent=2))
+        log.info("Kafka broker ready at %s in %.1f s (pid %d, log %s)",
+                 bootstrap, info.startup_seconds, info.pid, self.log_file)
+        return info
+
+    def _read_state(self) -> BrokerInfo | None:
+        try:
+            return BrokerInfo(**json.loads(self._state_file.read_text()))
+        except FileNotFoundError:
+            return None
+        except (ValueError, TypeError) as error:
+            log.warning("ignoring unreadable %s: %s", self._state_file, error)
+            return None
+
+    def _log_tail(self, lines: int = 30) -> str:
+        tails = []
+        for path in (self._console_file, self.log_file):
+            if path.exists():
+                tails.extend(path.read_text(errors="replace").splitlines()[-lines:])
+        return "\n".join(tails)
+
+
+def _validate_port(port: int) -> None:
+    if not isinstance(port, int) or not 0 <= port <= 65535:
+        raise BrokerError(f"port must be 0 (any free port) or 1-65535, not {port!r}")
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port(exclude: set[int] = frozenset()) -> int:
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((LOOPBACK, 0))
+            port = probe.getsockname()[1]
+        if port not in exclude:
+            return port
+
+
+def _metadata_ok(bootstrap: str, timeout_s: float) -> bool:
+    """True when the broker answers an AdminClient metadata request."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 1000,
+                         "log_level": 0, "logger": _SILENT})
+    try:
+        admin.list_topics(timeout=timeout_s)
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "not ready yet"; start-up retries until its deadline
+        return False
+
+
+def _silent_logger() -> logging.Logger:
+    """librdkafka logs every refused connection while the broker starts; those are expected."""
+    logger = logging.getLogger("streams_rt.kafka.dev_broker.probe")
+    logger.setLevel(logging.CRITICAL + 1)
+    logger.propagate = False
+    return logger
+
+
+_SILENT = _silent_logger()
+
+
+def _die_with_parent(parent_pid: int):
+    """A preexec hook: ask Linux to SIGTERM the broker when its parent dies (PR_SET_PDEATHSIG)."""
+
+    def hook() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return hook
+
+
+def _is_our_broker(pid: int, properties_file: Path) -> bool:
+    """The pid is alive and is a Kafka broker started with this directory's configuration."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"kafka.Kafka" in cmdline and str(properties_file).encode() in cmdline
+
+
+def _wait_for_exit(pid: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            finished, _ = os.waitpid(pid, os.WNOHANG)
+            if finished == pid:
+                return True
+        except ChildProcessError:  # not our child: poll for the process to vanish
+            if not Path(f"/proc/{pid}").exists():
+                return True
+            stat = Path(f"/proc/{pid}/stat").read_text(errors="replace") if Path(f"/proc/{pid}/stat").exists() else ""
+            if ") Z " in stat:  # a zombie of some other parent has exited
+                return True
+        time.sleep(0.1)
+    return False

@@ -1,0 +1,65 @@
+"""Session-wide fixtures: the real Kafka broker and real Spark sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+
+from streams_rt.kafka.dev_broker import BrokerInfo, DevBroker
+from streams_rt.kafka.jvm import REPO_ROOT
+from streams_rt.spark.session import build_session
+
+# Executors' Python workers unpickle test-defined classes by module name (tests.spark...).
+_TEST_IMPORTS = {"spark.executorEnv.PYTHONPATH": str(REPO_ROOT)}
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerInfo]:
+    """One real Apache Kafka broker (KRaft, loopback) for the whole test session."""
+    broker = DevBroker(tmp_path_factory.mktemp("kafka-broker"))
+    info = broker.start(owned=True)
+    yield info
+    broker.stop()
+
+
+class _SparkSessions:
+    """At most one SparkContext lives in a Python process: switching master stops the old one."""
+
+    def __init__(self) -> None:
+        self.master: str | None = None
+        self.session: SparkSession | None = None
+
+    def get(self, master: str) -> SparkSession:
+        if self.master != master:
+            self.close()
+            self.session = build_session(master, f"streams-rt-tests[{master}]", extra=_TEST_IMPORTS)
+            self.master = master
+        assert self.session is not None
+        return self.session
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.stop()
+        self.session, self.master = None, None
+
+
+@pytest.fixture(scope="session")
+def _spark_sessions() -> Iterator[_SparkSessions]:
+    sessions = _SparkSessions()
+    yield sessions
+    sessions.close()
+
+
+@pytest.fixture
+def spark(_spark_sessions: _SparkSessions) -> SparkSession:
+    """Spark in `local[2]`, shared by consecutive tests."""
+    return _spark_sessions.get("local[2]")
+
+
+@pytest.fixture
+def spark_cluster(_spark_sessions: _SparkSessions) -> SparkSession:
+    """Spark in `local-cluster[2,1,1024]`: two executor JVMs with real Python workers (30-50 s to
+    start); tests using it carry the `local_cluster` marker and should sit in one module."""
+    return _spark_sessions.get("local-cluster[2,1,1024]")

@@ -1,0 +1,147 @@
+"""The development broker is a real Apache Kafka broker: it starts, serves topics, restarts with its
+data, is found again instead of started twice, dies with its owner, and fails clearly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from streams_rt.kafka.dev_broker import BrokerError, BrokerInfo, DevBroker
+from streams_rt.kafka.jvm import JvmSetupError
+
+pytestmark = pytest.mark.broker
+
+
+def _create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=30)
+
+
+def _round_trip(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(count):
+        producer.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode())
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4()}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(values) < count and time.monotonic() < deadline:
+        for message in consumer.consume(num_messages=500, timeout=1.0):
+            assert message.error() is None, message.error()
+            values.append(message.value())
+    consumer.close()
+    return values
+
+
+def _topics(bootstrap: str) -> set[str]:
+    return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics)
+
+
+def _alive(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and ") Z " not in stat.read_text()
+
+
+def test_records_round_trip_through_a_new_topic(kafka_broker: BrokerInfo) -> None:
+    topic = f"round-trip-{uuid.uuid4().hex[:8]}"
+    _create_topic(kafka_broker.bootstrap_servers, topic)
+    assert topic in _topics(kafka_broker.bootstrap_servers)
+    assert _round_trip(kafka_broker.bootstrap_servers, topic, 1000) == [f"v{i}".encode() for i in range(1000)]
+
+
+def test_second_start_reuses_the_running_broker(kafka_broker: BrokerInfo) -> None:
+    again = DevBroker(kafka_broker.directory).start()
+    assert (again.pid, again.port) == (kafka_broker.pid, kafka_broker.port)
+
+
+def test_cli_start_status_stop_then_restart_keeps_data(tmp_path: Path) -> None:
+    cli = [sys.executable, "-m", "streams_rt.cli", "dev-broker"]
+    directory = ["--dir", str(tmp_path / "broker")]
+    started = subprocess.run([*cli, "start", *directory], capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stderr
+    assert "running at 127.0.0.1:" in started.stdout
+    try:
+        status = subprocess.run([*cli, "status", *directory], capture_output=True, text=True, timeout=60)
+        assert status.returncode == 0 and "running at" in status.stdout
+        again = subprocess.run([*cli, "start", *directory], capture_output=True, text=True, timeout=60)
+        assert "already running" in again.stdout
+        info = DevBroker(tmp_path / "broker").status()
+        assert info is not None
+        _create_topic(info.bootstrap_servers, "kept-across-restart")
+    finally:
+        stopped = subprocess.run([*cli, "stop", *directory], capture_output=True, text=True, timeout=120)
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+    assert not _alive(info.pid)
+    assert subprocess.run([*cli, "status", *directory], capture_output=True, timeout=60).returncode == 1
+
+    restarted_broker = DevBroker(tmp_path / "broker")
+    restarted = restarted_broker.start()
+    try:
+        assert restarted.pid != info.pid
+        assert "kept-across-restart" in _topics(restarted.bootstrap_servers)
+    finally:
+        assert restarted_broker.stop()
+
+
+def test_owned_broker_stops_when_its_parent_is_killed(tmp_path: Path) -> None:
+    script = ("import sys, time\n"
+              "from streams_rt.kafka.dev_broker import DevBroker\n"
+              "info = DevBroker(sys.argv[1]).start(owned=True)\n"
+              "print(info.pid, flush=True)\n"
+              "time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "owned")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        broker_pid = int(parent.stdout.readline())
+        assert _alive(broker_pid)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 60
+    while _alive(broker_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(broker_pid), "the broker outlived the process that owned it"
+
+
+def test_invalid_port_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(BrokerError, match="1-65535"):
+        DevBroker(tmp_path, port=70000).start()
+
+
+def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(BrokerError, match=f"port {port} .* already in use"):
+            DevBroker(tmp_path, port=port).start()
+
+
+def test_missing_java_names_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(JvmSetupError, match="apt-get install"):
+        DevBroker(tmp_path, java=str(tmp_path / "no-such-java")).start()
+
+
+def test_missing_jars_names_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(JvmSetupError, match="make jars"):
+        DevBroker(tmp_path, libs=tmp_path / "empty").start()
+
+
+def test_cli_error_is_one_line_without_traceback(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "streams_rt.cli", "dev-broker", "start",
+                             "--dir", str(tmp_path), "--port", "70000"],
+                            capture_output=True, text=True, timeout=60, env={**os.environ})
+    assert result.returncode == 1
+    assert result.stderr.strip() == "Error: port must be 0 (any free port) or 1-65535, not 70000"
