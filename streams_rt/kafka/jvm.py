@@ -16,6 +16,13 @@ class JvmSetupError(RuntimeError):
     """Java or the Kafka jars are missing; the message names the command that fixes it."""
 
 
+class JavaCompileError(subprocess.CalledProcessError):
+    """javac rejected the sources; unlike CalledProcessError, the message includes javac's output."""
+
+    def __str__(self) -> str:
+        return f"{super().__str__()}\n{self.stderr or ''}{self.output or ''}".rstrip()
+
+
 def find_java(java: str | None = None) -> str:
     """The `java` executable: an explicit path, else $JAVA_HOME/bin/java, else `java` on PATH."""
     candidates = [java] if java else []
@@ -53,11 +60,9 @@ def compile_java(sources: list[Path], out_dir: Path) -> str:
         if javac is None:
             raise JvmSetupError("javac was not found: `apt-get install -y openjdk-17-jdk-headless`.")
         out_dir.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [javac, "-nowarn", "-d", str(out_dir), "-cp", classpath, *map(str, sources)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
+        command = [javac, "-nowarn", "-d", str(out_dir), "-cp", classpath, *map(str, sources)]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise JavaCompileError(result.returncode, command, result.stdout, result.stderr)
         stamp.touch()
     return os.pathsep.join([str(out_dir), classpath])

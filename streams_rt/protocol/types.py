@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 LATEST_SUPPORTED_VERSION = 11
 EARLIEST_PROBEABLE_VERSION = 3
+UNKNOWN_VERSION = -1  # a version field that v1-2 user data does not carry (latest / commonly supported)
 
 # Task offset-sum sentinels carried in subscriptions (Kafka's Task.LATEST_OFFSET and friends).
 OFFSET_SUM_RUNNING_ACTIVE = -2  # the client runs this task as active right now: lag 0 by definition

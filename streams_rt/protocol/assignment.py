@@ -1,0 +1,338 @@
+"""AssignmentInfo: the user data the group leader returns to each member, Kafka Streams' format v1-11.
+
+Layout (DataOutputStream, big-endian): version; v3+ commonly supported version; active task list;
+standby task map (task -> topic partitions); v2-4 partitions by host; v5 the same through a topic
+dictionary; v6+ active and standby partitions by host through one dictionary; v4+ error code; v7+ next
+rebalance time. Task ids carry a topology name (int32 length + UTF-16 chars) from v10 on; topics and
+hosts are modified UTF-8 (writeUTF)."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from streams_rt.protocol.javahash import put_buckets, topic_partition_hash
+from streams_rt.protocol.strings import java_string_hash
+from streams_rt.protocol.types import (
+    LATEST_SUPPORTED_VERSION,
+    UNKNOWN_VERSION,
+    AssignorError,
+    HostInfo,
+    TaskId,
+    TopicPartition,
+)
+from streams_rt.protocol.wire import (
+    I32,
+    I32_PAIR,
+    I64,
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    Reader,
+    check_int,
+    mutf8_field,
+    utf16_field,
+)
+
+NO_NEXT_REBALANCE = 2**63 - 1  # Long.MAX_VALUE: no follow-up rebalance scheduled
+MIN_NAMED_TOPOLOGY_VERSION = 10
+
+Partitions = tuple[TopicPartition, ...]
+_NAMED_TASK_HEAD = struct.Struct(">iii")  # subtopology, partition, topology name length
+_EMPTY: Mapping = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class AssignmentInfo:
+    """One member's assignment, holding exactly what its version carries on the wire.
+
+    Collections keep their wire order (so Kafka's bytes decode and re-encode unchanged); the partition
+    collections are Kafka sets and must not repeat an element. `active_tasks` is a list: in Kafka its
+    i-th entry belongs to the member's i-th assigned partition, so a task may repeat. The constructor
+    refuses fields the version cannot carry; `for_version` drops them instead."""
+
+    version: int
+    commonly_supported_version: int
+    active_tasks: tuple[TaskId, ...] = ()
+    standby_tasks: Mapping[TaskId, Partitions] = field(default_factory=dict)
+    partitions_by_host: Mapping[HostInfo, Partitions] = field(default_factory=dict)
+    standby_partitions_by_host: Mapping[HostInfo, Partitions] = field(default_factory=dict)
+    error_code: AssignorError = AssignorError.NONE
+    next_rebalance_ms: int = NO_NEXT_REBALANCE
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "active_tasks", tuple(self.active_tasks))
+        for name in ("standby_tasks", "partitions_by_host", "standby_partitions_by_host"):
+            value = MappingProxyType({k: tuple(v) for k, v in getattr(self, name).items()})
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "error_code", AssignorError(self.error_code))
+        _validate(self)
+
+    @classmethod
+    def for_version(
+        cls,
+        version: int,
+        *,
+        commonly_supported_version: int = LATEST_SUPPORTED_VERSION,
+        active_tasks: Iterable[TaskId] = (),
+        standby_tasks: Mapping[TaskId, Iterable[TopicPartition]] = _EMPTY,
+        partitions_by_host: Mapping[HostInfo, Iterable[TopicPartition]] = _EMPTY,
+        standby_partitions_by_host: Mapping[HostInfo, Iterable[TopicPartition]] = _EMPTY,
+        error_code: AssignorError = AssignorError.NONE,
+        next_rebalance_ms: int = NO_NEXT_REBALANCE,
+    ) -> AssignmentInfo:
+        """Build the assignment sent at `version`, dropping what that version cannot carry (as Kafka's
+        encoder silently does). Named tasks below v10 stay an error, as in Kafka."""
+        return cls(
+            version=version,
+            commonly_supported_version=commonly_supported_version if version >= 3 else UNKNOWN_VERSION,
+            active_tasks=tuple(active_tasks),
+            standby_tasks={t: tuple(p) for t, p in standby_tasks.items()},
+            partitions_by_host={h: tuple(p) for h, p in partitions_by_host.items()} if version >= 2 else {},
+            standby_partitions_by_host=(
+                {h: tuple(p) for h, p in standby_partitions_by_host.items()} if version >= 6 else {}
+            ),
+            error_code=error_code if version >= 4 else AssignorError.NONE,
+            next_rebalance_ms=next_rebalance_ms if version >= 7 else NO_NEXT_REBALANCE,
+        )
+
+    def encode(self) -> bytes:
+        """Kafka's bytes for this assignment, given the same iteration order of its collections."""
+        v = self.version
+        out = [I32.pack(v)]
+        if v >= 3:
+            out.append(I32.pack(self.commonly_supported_version))
+        out.append(I32.pack(len(self.active_tasks)))
+        out += [_task_bytes(t, v) for t in self.active_tasks]
+        out.append(I32.pack(len(self.standby_tasks)))
+        for task, partitions in self.standby_tasks.items():
+            out += (_task_bytes(task, v), *_partitions_bytes(partitions))
+        if 2 <= v <= 4:
+            out.append(I32.pack(len(self.partitions_by_host)))
+            for host, partitions in self.partitions_by_host.items():
+                out += (*_host_bytes(host), *_partitions_bytes(partitions))
+        elif v >= 5:
+            maps = [self.partitions_by_host] if v == 5 else [self.partitions_by_host, self.standby_partitions_by_host]
+            index = _topic_dictionary(maps, out)
+            for host_map in maps:
+                out.append(I32.pack(len(host_map)))
+                for host, partitions in host_map.items():
+                    out += (*_host_bytes(host), I32.pack(len(partitions)))
+                    out += [I32_PAIR.pack(index[tp.topic], tp.partition) for tp in partitions]
+        if v >= 4:
+            out.append(I32.pack(self.error_code))
+        if v >= 7:
+            out.append(I64.pack(self.next_rebalance_ms))
+        return b"".join(out)
+
+
+def _task_bytes(task: TaskId, version: int) -> bytes:
+    head = I32_PAIR.pack(task.subtopology, task.partition)
+    if version < MIN_NAMED_TOPOLOGY_VERSION:
+        return head
+    return head + (I32.pack(0) if task.topology_name is None else utf16_field(task.topology_name))
+
+
+def _partitions_bytes(partitions: Partitions) -> list[bytes]:
+    out = [I32.pack(len(partitions))]
+    for tp in partitions:
+        out += (mutf8_field(tp.topic, "topic"), I32.pack(tp.partition))
+    return out
+
+
+def _host_bytes(host: HostInfo) -> tuple[bytes, bytes]:
+    return mutf8_field(host.host, "host"), I32.pack(host.port)
+
+
+def _topic_dictionary(maps: list[Mapping[HostInfo, Partitions]], out: list[bytes]) -> dict[str, int]:
+    """Write the topic dictionary as Kafka does and return topic -> index.
+
+    Kafka numbers topics in the iteration order of a HashSet of all the partitions, then writes the
+    dictionary in the iteration order of a HashMap keyed by topic name; both orders are emulated."""
+    first_seen: dict[TopicPartition, None] = {}
+    for host_map in maps:
+        for partitions in host_map.values():
+            first_seen.update(dict.fromkeys(partitions))
+    partitions = list(first_seen)
+    topic_hashes: dict[str, int] = {}
+    for tp in partitions:
+        if tp.topic not in topic_hashes:
+            topic_hashes[tp.topic] = java_string_hash(tp.topic)
+    buckets = put_buckets([topic_partition_hash(tp, topic_hashes[tp.topic]) for tp in partitions])
+    first: dict[str, tuple[int, int]] = {}
+    for i, (tp, bucket) in enumerate(zip(partitions, buckets)):
+        key = (bucket, i)
+        if tp.topic not in first or key < first[tp.topic]:
+            first[tp.topic] = key
+    index = {topic: i for i, topic in enumerate(sorted(first, key=first.__getitem__))}
+    topics = list(index)
+    out.append(I32.pack(len(topics)))
+    topic_buckets = put_buckets([topic_hashes[t] for t in topics])
+    for i in sorted(range(len(topics)), key=topic_buckets.__getitem__):
+        out += (I32.pack(i), mutf8_field(topics[i], "topic"))
+    return index
+
+
+def _validate(info: AssignmentInfo) -> None:
+    v = info.version
+    if not 1 <= v <= LATEST_SUPPORTED_VERSION:
+        raise ValueError(f"assignment version {v} is not in [1, {LATEST_SUPPORTED_VERSION}]")
+    if v < 3 and info.commonly_supported_version != UNKNOWN_VERSION:
+        raise ValueError(f"a v{v} assignment does not carry the commonly supported version; use -1")
+    check_int(info.commonly_supported_version, INT32_MIN, INT32_MAX, "commonly supported version")
+    for task in (*info.active_tasks, *info.standby_tasks):
+        check_int(task.subtopology, INT32_MIN, INT32_MAX, f"subtopology of task {task}")
+        check_int(task.partition, INT32_MIN, INT32_MAX, f"partition of task {task}")
+        if task.topology_name is not None and v < MIN_NAMED_TOPOLOGY_VERSION:
+            raise ValueError(f"named topologies need version {MIN_NAMED_TOPOLOGY_VERSION}+ (task {task}, version {v})")
+        if task.topology_name == "":
+            raise ValueError("an empty topology name is read back as no topology name; pass None")
+    if v < 2 and info.partitions_by_host:
+        raise ValueError("a v1 assignment does not carry partitions by host")
+    if v < 6 and info.standby_partitions_by_host:
+        raise ValueError(f"a v{v} assignment does not carry standby partitions by host")
+    host_maps = (("partitions", info.partitions_by_host), ("standby partitions", info.standby_partitions_by_host))
+    for what, host_map in host_maps:
+        for host, partitions in host_map.items():
+            check_int(host.port, INT32_MIN, INT32_MAX, f"port of host {host}")
+            _check_partitions(partitions, f"{what} of host {host}")
+    for task, partitions in info.standby_tasks.items():
+        _check_partitions(partitions, f"partitions of standby task {task}")
+    if v < 4 and info.error_code != AssignorError.NONE:
+        raise ValueError(f"a v{v} assignment does not carry an error code")
+    check_int(info.next_rebalance_ms, INT64_MIN, INT64_MAX, "next rebalance time")
+    if v < 7 and info.next_rebalance_ms != NO_NEXT_REBALANCE:
+        raise ValueError(f"a v{v} assignment does not carry a next rebalance time")
+
+
+def _check_partitions(partitions: Partitions, what: str) -> None:
+    if len(set(partitions)) != len(partitions):
+        raise ValueError(f"{what} repeat a partition (Kafka sends a set)")
+    for tp in partitions:
+        check_int(tp.partition, INT32_MIN, INT32_MAX, f"partition number in {what}")
+
+
+def decode_assignment(data: bytes) -> AssignmentInfo:
+    """Decode an assignment; raises MalformedUserData (with version and offset) for bad bytes."""
+    r = Reader(data, "assignment")
+    version = r.i32("version")
+    if not 1 <= version <= LATEST_SUPPORTED_VERSION:
+        raise r.error(f"unknown version {version} (this member supports 1-{LATEST_SUPPORTED_VERSION})", 0)
+    r.version = version
+    commonly = r.i32("commonly supported version") if version >= 3 else UNKNOWN_VERSION
+    task_size = 12 if version >= MIN_NAMED_TOPOLOGY_VERSION else 8
+    active = _read_active_tasks(r, r.count("active task", task_size))
+    standby: dict[TaskId, Partitions] = {}
+    for _ in range(r.count("standby task", task_size + 4)):
+        at = r.pos
+        task = _read_task(r)
+        if task in standby:
+            raise r.error(f"standby task {task} appears twice", at)
+        standby[task] = _read_partitions(r, None)
+    by_host: dict[HostInfo, Partitions] = {}
+    standby_by_host: dict[HostInfo, Partitions] = {}
+    if 2 <= version <= 4:
+        by_host = _read_host_map(r, None)
+    elif version >= 5:
+        topics = _read_topic_dictionary(r)
+        by_host = _read_host_map(r, topics)
+        if version >= 6:
+            standby_by_host = _read_host_map(r, topics)
+    error_code = AssignorError.NONE
+    if version >= 4:
+        at = r.pos
+        code = r.i32("error code")
+        try:
+            error_code = AssignorError(code)
+        except ValueError:
+            raise r.error(f"unknown error code {code}", at) from None
+    next_rebalance = r.i64("next rebalance time") if version >= 7 else NO_NEXT_REBALANCE
+    r.end()
+    info = object.__new__(AssignmentInfo)
+    for name, value in (
+        ("version", version),
+        ("commonly_supported_version", commonly),
+        ("active_tasks", active),
+        ("standby_tasks", MappingProxyType(standby)),
+        ("partitions_by_host", MappingProxyType(by_host)),
+        ("standby_partitions_by_host", MappingProxyType(standby_by_host)),
+        ("error_code", error_code),
+        ("next_rebalance_ms", next_rebalance),
+    ):
+        object.__setattr__(info, name, value)
+    return info
+
+
+def _read_active_tasks(r: Reader, count: int) -> tuple[TaskId, ...]:
+    """The active task list; unnamed tasks (the common case) take a single unpack each."""
+    data, tasks = r.data, []
+    head = _NAMED_TASK_HEAD if r.version is not None and r.version >= MIN_NAMED_TOPOLOGY_VERSION else I32_PAIR
+    for _ in range(count):
+        at = r.pos
+        if at + head.size <= len(data):
+            fields = head.unpack_from(data, at)
+            if len(fields) == 2 or fields[2] == 0:
+                r.pos = at + head.size
+                tasks.append(TaskId(fields[0], fields[1]))
+                continue
+        tasks.append(_read_task(r))  # a named task, or the bounds error with its offset
+    return tuple(tasks)
+
+
+def _read_task(r: Reader) -> TaskId:
+    sub, part = r.unpack(I32_PAIR, "task id")
+    if r.version is None or r.version < MIN_NAMED_TOPOLOGY_VERSION:
+        return TaskId(sub, part)
+    at = r.pos
+    n_chars = r.i32("topology name length")
+    if n_chars < 0:
+        raise r.error(f"negative topology name length {n_chars}", at)
+    return TaskId(sub, part, r.utf16(n_chars, "topology name") or None)
+
+
+def _read_partitions(r: Reader, topics: dict[int, str] | None) -> Partitions:
+    """A set of topic partitions, either with topic names (v1-4 and standby tasks) or dictionary indices."""
+    seen: dict[TopicPartition, None] = {}
+    count = r.count("topic partition", 6 if topics is None else 8)
+    data, pair = r.data, I32_PAIR.unpack_from
+    for _ in range(count):
+        at = r.pos
+        if topics is None:
+            tp = TopicPartition(r.mutf8("topic"), r.i32("partition"))
+        else:
+            r.need(8, "topic partition")
+            topic_index, partition = pair(data, at)
+            r.pos = at + 8
+            if topic_index not in topics:
+                raise r.error(f"topic index {topic_index} is not in the topic dictionary", at)
+            tp = TopicPartition(topics[topic_index], partition)
+        size = len(seen)
+        seen[tp] = None
+        if len(seen) == size:
+            raise r.error(f"partition {tp} appears twice in one set", at)
+    return tuple(seen)
+
+
+def _read_host_map(r: Reader, topics: dict[int, str] | None) -> dict[HostInfo, Partitions]:
+    hosts: dict[HostInfo, Partitions] = {}
+    for _ in range(r.count("host", 10)):
+        at = r.pos
+        host = HostInfo(r.mutf8("host"), r.i32("port"))
+        if host in hosts:
+            raise r.error(f"host {host} appears twice", at)
+        hosts[host] = _read_partitions(r, topics)
+    return hosts
+
+
+def _read_topic_dictionary(r: Reader) -> dict[int, str]:
+    topics: dict[int, str] = {}
+    for _ in range(r.count("topic dictionary entry", 6)):
+        at = r.pos
+        topic_index = r.i32("topic index")
+        if topic_index in topics:
+            raise r.error(f"topic index {topic_index} appears twice in the dictionary", at)
+        topics[topic_index] = r.mutf8("topic")
+    return topics
