@@ -1,0 +1,156 @@
+"""Changelog topics (`<application.id>-<store>-changelog`) and the producer that writes them.
+
+A task has one ChangelogWriter. Under exactly_once_v2 it is transactional with the task's
+transactional.id: opening it fences a zombie owner and aborts its open transaction, so records written
+after the last commit are never restored (the restore consumer reads committed records only).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from streams_rt.protocol import TopicPartition
+from streams_rt.state.errors import ChangelogError
+
+log = logging.getLogger(__name__)
+
+WINDOW_CHANGELOG_EXTRA_RETENTION_MS = 24 * 3600 * 1000  # Kafka's windowstore.changelog.additional.retention.ms
+
+
+def changelog_topic(application_id: str, store: str) -> str:
+    return f"{application_id}-{store}-changelog"
+
+
+@dataclass(frozen=True)
+class ChangelogSpec:
+    """A store's changelog: compacted; windowed stores also delete after their retention."""
+
+    topic: str
+    window_retention_ms: int | None = None
+
+    def topic_configs(self) -> dict[str, str]:
+        if self.window_retention_ms is None:
+            return {"cleanup.policy": "compact"}
+        retention = self.window_retention_ms + WINDOW_CHANGELOG_EXTRA_RETENTION_MS
+        return {"cleanup.policy": "compact,delete", "retention.ms": str(retention)}
+
+
+def ensure_changelog_topics(
+    bootstrap_servers: str,
+    specs: Iterable[ChangelogSpec],
+    partitions: int,
+    replication_factor: int = 1,
+    timeout_s: float = 30.0,
+) -> None:
+    """Create missing changelog topics with `partitions` partitions (the source topic's count); an
+    existing topic with another partition count is an error, as in Kafka's InternalTopicManager."""
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    specs = list(specs)
+    existing = admin.list_topics(timeout=timeout_s).topics
+    new = []
+    for spec in specs:
+        if spec.topic in existing:
+            count = len(existing[spec.topic].partitions)
+            if count != partitions:
+                raise ChangelogError(spec.topic, None, f"has {count} partitions, the source has {partitions}")
+        else:
+            new.append(NewTopic(spec.topic, partitions, replication_factor, config=spec.topic_configs()))
+    if not new:
+        return
+    for topic, future in admin.create_topics(new, request_timeout=timeout_s).items():
+        try:
+            future.result()
+            log.info("created changelog topic %s (%d partitions)", topic, partitions)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise ChangelogError(topic, None, f"cannot be created: {exc}") from exc
+
+
+class ChangelogWriter:
+    """Sends store writes to changelog partitions; `commit` makes them durable (flush, or commit of
+    the transaction) and returns the offset of the last record written to each partition."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        transactional_id: str | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        timeout_s: float = 60.0,
+    ) -> None:
+        conf: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "linger.ms": 5,
+            "compression.type": "lz4",
+            "enable.idempotence": True,
+            "on_delivery": self._on_delivery,
+        }
+        if transactional_id is not None:
+            conf["transactional.id"] = transactional_id
+        conf.update(overrides or {})
+        self._timeout_s = timeout_s
+        self._producer: Producer | None = Producer(conf)
+        self._offsets: dict[TopicPartition, int] = {}
+        self._errors: list[ChangelogError] = []
+        self.transactional = transactional_id is not None
+        self._in_transaction = False
+        if self.transactional:
+            # Fences any previous owner of this transactional.id and aborts its open transaction.
+            self._producer.init_transactions(timeout_s)
+
+    def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            self._errors.append(ChangelogError(message.topic(), message.partition(), f"write failed: {error}"))
+            return
+        tp = TopicPartition(message.topic(), message.partition())
+        offset = message.offset()
+        if offset > self._offsets.get(tp, -1):
+            self._offsets[tp] = offset
+
+    def send(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
+        if self.transactional and not self._in_transaction:
+            self._producer.begin_transaction()
+            self._in_transaction = True
+        while True:
+            try:
+                self._producer.produce(topic, value, key, partition=partition)
+                return
+            except BufferError:
+                self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
+
+    def commit(self) -> dict[TopicPartition, int]:
+        """Flush (or commit the transaction); raise the first delivery error, naming its partition."""
+        if self._in_transaction:
+            try:
+                self._producer.commit_transaction(self._timeout_s)
+            except KafkaException as exc:
+                raise ChangelogError("*", None, f"transaction commit failed: {exc}") from exc
+            self._in_transaction = False
+        else:
+            remaining = self._producer.flush(self._timeout_s)
+            if remaining:
+                raise ChangelogError("*", None, f"{remaining} records not delivered within {self._timeout_s}s")
+        self._producer.poll(0)
+        if self._errors:
+            error, self._errors = self._errors[0], []
+            raise error
+        return dict(self._offsets)
+
+    def abort(self) -> None:
+        """Drop the open transaction (exactly-once only); the caller also drops the uncommitted writes."""
+        if self._in_transaction:
+            self._producer.abort_transaction(self._timeout_s)
+            self._in_transaction = False
+
+    def close(self) -> None:
+        """Flush, close and drop the producer (it holds our delivery callback: dropping it breaks
+        the cycle, so nothing waits for the garbage collector)."""
+        if self._producer is not None:
+            self._producer.flush(self._timeout_s)
+            self._producer.close()
+            self._producer = None

@@ -1,0 +1,49 @@
+"""Typed errors of the state layer; each names the file, task, topic or partition it is about."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class StateError(RuntimeError):
+    """Base class: something about local state or its changelog went wrong."""
+
+
+class StateDirectoryLockedError(StateError):
+    """Another process holds the application-level lock of a state directory."""
+
+    def __init__(self, path: Path, holder_pid: int | None) -> None:
+        self.path, self.holder_pid = path, holder_pid
+        super().__init__(
+            f"state directory {path} is locked by another process (pid {holder_pid or 'unknown'}); "
+            "two instances of one application must not share a state.dir"
+        )
+
+
+class TaskLockedError(StateError):
+    """Another process (or another open in this one) holds a task directory's lock."""
+
+    def __init__(self, task: str, path: Path, holder_pid: int | None) -> None:
+        self.task, self.path, self.holder_pid = task, path, holder_pid
+        super().__init__(f"task {task} is locked by pid {holder_pid or 'unknown'} ({path})")
+
+
+class CorruptCheckpoint(StateError):
+    """A `.checkpoint` file cannot be parsed; `line` is 1-based (0: the file as a whole)."""
+
+    def __init__(self, path: Path | str | None, line: int, reason: str) -> None:
+        self.path, self.line, self.reason = path, line, reason
+        super().__init__(f"corrupt checkpoint {path or '<text>'} line {line}: {reason}")
+
+
+class ChangelogError(StateError):
+    """Writing or reading a changelog failed; names the topic and partition."""
+
+    def __init__(self, topic: str, partition: int | None, reason: str) -> None:
+        self.topic, self.partition, self.reason = topic, partition, reason
+        where = topic if partition is None else f"{topic}-{partition}"
+        super().__init__(f"changelog {where}: {reason}")
+
+
+class StoreClosedError(StateError):
+    """A store was used after close (or after its task was handed over)."""

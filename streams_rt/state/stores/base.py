@@ -1,0 +1,137 @@
+"""What every store shares: one RocksDB directory, a per-commit overlay of uncommitted writes, and
+the changelog they are logged to.
+
+Writes go to the overlay (read back by the store's lookups) and to the changelog producer; `commit`
+writes the overlay as one WriteBatch. So RocksDB only ever holds committed data, and a crash
+between commits leaves nothing to undo. Restore and standby updates bypass the overlay and write
+changelog records straight into RocksDB in bulk.
+"""
+
+from __future__ import annotations
+
+import shutil
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import rocksdict
+from confluent_kafka import Message
+
+from streams_rt.state.errors import ChangelogError, StoreClosedError
+from streams_rt.state.stores.rocksdb_options import RocksDBConfigSetter, restore_options, store_options
+
+# (key, value or None for a delete); bound to the store's changelog topic and partition.
+ChangelogSend = Callable[[bytes, bytes | None], None]
+
+_WAL_OFF = rocksdict.WriteOptions()
+_WAL_OFF.disable_wal = True
+_WAL_ON = rocksdict.WriteOptions()
+
+
+class RocksDBStore(ABC):
+    """A named store of one task, in `<task dir>/rocksdb/<name>`."""
+
+    def __init__(self, name: str, task_dir: Path, config_setter: RocksDBConfigSetter | None = None) -> None:
+        self.name = name
+        self.path = task_dir / "rocksdb" / name
+        self._setter = config_setter
+        self._db: rocksdict.Rdict | None = None
+        self._pending: dict[bytes, bytes | None] = {}
+        self._send: ChangelogSend | None = None
+        self._unlogged = False  # restore/standby writes not yet flushed to SST files
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def open(self, bulk: bool = False) -> None:
+        """Open (or reopen) the database; `bulk` selects the restore-tuned options."""
+        self.close()
+        self.path.mkdir(parents=True, exist_ok=True)
+        options = (restore_options if bulk else store_options)(self.name, self._setter)
+        self._db = self._open_db(str(self.path), options)
+
+    def _open_db(self, path: str, options: rocksdict.Options) -> rocksdict.Rdict:
+        # Explicit column families: otherwise rocksdict reuses the options stored on disk, and a
+        # store last opened for restore would come back with the restore memtable.
+        return rocksdict.Rdict(path, options, column_families={"default": options})
+
+    def close(self) -> None:
+        """Close; uncommitted writes are dropped (committing first is the task's job)."""
+        self._pending = {}
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def wipe(self) -> None:
+        """Delete the store's files (dropping uncommitted writes) and reopen it empty."""
+        reopen = self._db is not None
+        self.close()
+        self._pending.clear()
+        shutil.rmtree(self.path, ignore_errors=True)
+        if reopen:
+            self.open()
+
+    @property
+    def is_open(self) -> bool:
+        return self._db is not None
+
+    @property
+    def db(self) -> rocksdict.Rdict:
+        if self._db is None:
+            raise StoreClosedError(f"store {self.name} is closed ({self.path})")
+        return self._db
+
+    def is_empty(self) -> bool:
+        """True when RocksDB holds no committed entry."""
+        for _ in self.db.keys():
+            return False
+        return True
+
+    # -- logging and commit ------------------------------------------------------------------
+    def attach_changelog(self, send: ChangelogSend | None) -> None:
+        """Route writes to a changelog (None: a standby, which must not be written to)."""
+        self._send = send
+
+    def _write(self, key: bytes, value: bytes | None) -> None:
+        if self._send is None:
+            raise StoreClosedError(f"store {self.name} is read-only here (standby or not initialised)")
+        self._send(key, value)
+        self._pending[key] = value
+
+    def commit(self) -> None:
+        """Apply the overlay to RocksDB as one atomic WriteBatch (WAL on: a kill -9 keeps it)."""
+        if not self._pending:
+            return
+        self._commit_pending(self._pending)
+        self._pending = {}
+
+    @abstractmethod
+    def _commit_pending(self, pending: dict[bytes, bytes | None]) -> None: ...
+
+    def sync(self) -> None:
+        """Make everything committed so far durable before a checkpoint names it."""
+        if self._unlogged:
+            self.db.flush()  # changelog writes skip the WAL: the memtables must reach SST files
+            self._unlogged = False
+        self.db.flush_wal(True)
+
+    # -- restore -----------------------------------------------------------------------------
+    @abstractmethod
+    def apply_changelog(self, messages: Sequence[Message]) -> None:
+        """Write a batch of changelog records (keys never null) into RocksDB without the WAL; the
+        caller calls `sync` before checkpointing."""
+
+    def _write_unlogged(self, batch: rocksdict.WriteBatch) -> None:
+        self.db.write(batch, _WAL_OFF)
+        self._unlogged = True
+
+    def _write_logged(self, batch: rocksdict.WriteBatch) -> None:
+        self.db.write(batch, _WAL_ON)
+
+
+def raise_for_error(message: Message) -> None:
+    """A consumed record with a null key is an event or an error: never skip it silently."""
+    error = message.error()
+    if error is not None:
+        raise ChangelogError(message.topic() or "?", message.partition(), f"consume failed: {error}")
+    raise ChangelogError(
+        message.topic() or "?", message.partition(), f"record at offset {message.offset()} has a null key"
+    )

@@ -1,0 +1,201 @@
+"""Timestamped window store: values per (key, window start), expired windows dropped by retention.
+
+Layout as Kafka's segmented window stores, inside one RocksDB: time is cut into segments of
+`segment_interval_ms`, one column family each; within a segment keys are `<key><window start, 8 bytes
+big-endian>`, so fetching a key over a time range is a range scan per segment, and retention drops
+whole column families. The changelog key is the same composite key (Kafka's also carries a sequence
+number for duplicates, which no DSL operator here needs).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import rocksdict
+from confluent_kafka import Message
+
+from streams_rt.state.stores.base import RocksDBStore, raise_for_error
+from streams_rt.state.stores.rocksdb_options import RocksDBConfigSetter
+
+log = logging.getLogger(__name__)
+
+_TS_BYTES = 8
+_MAX_TS = 2**63 - 1
+_SEGMENT_PREFIX = "segment-"
+
+
+def window_key(key: bytes, window_start: int) -> bytes:
+    if not 0 <= window_start <= _MAX_TS:
+        raise ValueError(f"window start must be a non-negative epoch-ms timestamp, got {window_start}")
+    return key + window_start.to_bytes(_TS_BYTES, "big")
+
+
+def split_window_key(composite: bytes) -> tuple[bytes, int]:
+    return composite[:-_TS_BYTES], int.from_bytes(composite[-_TS_BYTES:], "big")
+
+
+def default_segment_interval(retention_ms: int) -> int:
+    """Kafka's default: half the retention, at least a minute."""
+    return max(retention_ms // 2, 60_000)
+
+
+class WindowStore(RocksDBStore):
+    """put at a window start; fetch one key over a time range; fetch all; retention by segment."""
+
+    def __init__(
+        self,
+        name: str,
+        task_dir: Path,
+        retention_ms: int,
+        window_size_ms: int,
+        segment_interval_ms: int | None = None,
+        config_setter: RocksDBConfigSetter | None = None,
+    ) -> None:
+        super().__init__(name, task_dir, config_setter)
+        if retention_ms < window_size_ms:
+            raise ValueError(f"retention ({retention_ms} ms) must be at least the window size ({window_size_ms} ms)")
+        self.retention_ms = retention_ms
+        self.window_size_ms = window_size_ms
+        self.segment_interval_ms = segment_interval_ms or default_segment_interval(retention_ms)
+        self.stream_time = -1  # the largest window start seen; retention counts back from it
+        self.dropped_expired = 0
+        self._segments: dict[int, tuple[rocksdict.Rdict, rocksdict.ColumnFamily]] = {}
+        self._options: rocksdict.Options | None = None
+
+    def _open_db(self, path: str, options: rocksdict.Options) -> rocksdict.Rdict:
+        self._options = options
+        try:
+            names = rocksdict.Rdict.list_cf(path, options)
+        except Exception:  # noqa: BLE001 - no database there yet
+            names = []
+        segments = [n for n in names if n.startswith(_SEGMENT_PREFIX)]
+        db = rocksdict.Rdict(path, options, column_families={"default": options, **{n: options for n in segments}})
+        self._segments = {}
+        for name in segments:
+            segment_id = int(name[len(_SEGMENT_PREFIX):])
+            self._segments[segment_id] = (db.get_column_family(name), db.get_column_family_handle(name))
+        if self._segments:
+            # A lower bound of the stream time: the newest segment's start. Restore raises it.
+            self.stream_time = max(self.stream_time, max(self._segments) * self.segment_interval_ms)
+        return db
+
+    def close(self) -> None:
+        self._segments = {}
+        super().close()
+
+    def wipe(self) -> None:
+        self.stream_time = -1
+        super().wipe()
+
+    # -- reads -------------------------------------------------------------------------------
+    def _lowest_live(self) -> int:
+        return max(0, self.stream_time - self.retention_ms + 1)
+
+    def fetch(self, key: bytes, time_from: int, time_to: int) -> list[tuple[int, bytes]]:
+        """(window start, value) for `key` with time_from <= start <= time_to, oldest first."""
+        lower = max(time_from, self._lowest_live())
+        if time_to < lower:
+            return []
+        found: dict[int, bytes | None] = {}
+        width = len(key) + _TS_BYTES
+        for segment_id in range(lower // self.segment_interval_ms, time_to // self.segment_interval_ms + 1):
+            segment = self._segments.get(segment_id)
+            if segment is None:
+                continue
+            read_opt = rocksdict.ReadOptions()
+            if time_to < _MAX_TS:
+                read_opt.set_iterate_upper_bound(window_key(key, time_to + 1))
+            for composite, value in segment[0].items(from_key=window_key(key, lower), read_opt=read_opt):
+                if len(composite) == width and composite.startswith(key):
+                    found[int.from_bytes(composite[-_TS_BYTES:], "big")] = value
+        for composite, value in self._pending.items():
+            if len(composite) == width and composite.startswith(key):
+                start = int.from_bytes(composite[-_TS_BYTES:], "big")
+                if lower <= start <= time_to:
+                    found[start] = value
+        return [(start, value) for start, value in sorted(found.items()) if value is not None]
+
+    def fetch_all(self, time_from: int = 0, time_to: int = _MAX_TS) -> list[tuple[bytes, int, bytes]]:
+        """(key, window start, value) for every window with time_from <= start <= time_to, ordered
+        by window start then key."""
+        lower = max(time_from, self._lowest_live())
+        found: dict[bytes, bytes | None] = {}
+        for segment_id, (segment, _) in sorted(self._segments.items()):
+            if (segment_id + 1) * self.segment_interval_ms <= lower or segment_id * self.segment_interval_ms > time_to:
+                continue
+            found.update(segment.items())
+        found.update(self._pending)
+        rows = []
+        for composite, value in found.items():
+            key, start = split_window_key(composite)
+            if value is not None and lower <= start <= time_to:
+                rows.append((key, start, value))
+        rows.sort(key=lambda row: (row[1], row[0]))
+        return rows
+
+    # -- writes ------------------------------------------------------------------------------
+    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+        """Write the window starting at `window_start` (None deletes it). Writes to windows already
+        past retention are dropped, counted in `dropped_expired` and logged at commit (as Kafka)."""
+        composite = window_key(key, window_start)
+        if window_start < self._lowest_live():
+            self.dropped_expired += 1
+            return
+        self.stream_time = max(self.stream_time, window_start)
+        self._write(composite, value)
+
+    def _segment(self, segment_id: int) -> rocksdict.ColumnFamily:
+        segment = self._segments.get(segment_id)
+        if segment is None:
+            name = f"{_SEGMENT_PREFIX}{segment_id}"
+            cf = self.db.create_column_family(name, self._options)
+            segment = (cf, self.db.get_column_family_handle(name))
+            self._segments[segment_id] = segment
+        return segment[1]
+
+    def _commit_pending(self, pending: dict[bytes, bytes | None]) -> None:
+        lowest = self._lowest_live()
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for composite, value in pending.items():
+            start = int.from_bytes(composite[-_TS_BYTES:], "big")
+            if start < lowest:
+                continue  # expired since it was written; its segment is dropped below
+            handle = self._segment(start // self.segment_interval_ms)
+            if value is None:
+                batch.delete(composite, handle)
+            else:
+                batch.put(composite, value, handle)
+        self._write_logged(batch)
+        if self.dropped_expired:
+            log.warning("store %s: dropped %d writes to expired windows", self.name, self.dropped_expired)
+            self.dropped_expired = 0
+        self._drop_expired_segments()
+
+    def apply_changelog(self, messages: Sequence[Message]) -> None:
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        interval = self.segment_interval_ms
+        newest = self.stream_time
+        for message in messages:
+            composite = message.key()
+            if composite is None:
+                raise_for_error(message)
+            start = int.from_bytes(composite[-_TS_BYTES:], "big")
+            newest = max(newest, start)
+            handle = self._segment(start // interval)
+            value = message.value()
+            if value is None:
+                batch.delete(composite, handle)
+            else:
+                batch.put(composite, value, handle)
+        self._write_unlogged(batch)
+        self.stream_time = newest
+        self._drop_expired_segments()
+
+    def _drop_expired_segments(self) -> None:
+        lowest = self._lowest_live()
+        for segment_id in [s for s in self._segments if (s + 1) * self.segment_interval_ms <= lowest]:
+            del self._segments[segment_id]
+            self.db.drop_column_family(f"{_SEGMENT_PREFIX}{segment_id}")
+            log.debug("store %s: dropped expired segment %d", self.name, segment_id)

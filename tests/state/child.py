@@ -1,0 +1,122 @@
+"""Child processes for the state tests (real OS processes, so kill -9 and flock behave as in
+production). Run as `python -m tests.state.child <command> <json args>`; progress lines on stdout."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from streams_rt.protocol import TaskId
+from streams_rt.state import StateConfig, StateDirectory, StoreSpec, TaskState, WindowSpec
+
+KV = StoreSpec("kv")
+WINDOWS = StoreSpec("win", WindowSpec(retention_ms=3_600_000, window_size_ms=60_000))
+SPECS = [KV, WINDOWS]
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def key(i: int) -> bytes:
+    return b"key-%05d" % i
+
+
+def batch_writes(commit: int, per_commit: int) -> list[tuple[bytes, bytes | None]]:
+    """The writes of one commit: puts over a rolling key space, and a delete of every 7th key."""
+    writes: list[tuple[bytes, bytes | None]] = []
+    for i in range(per_commit):
+        k = key((commit * per_commit + i) % (per_commit * 3))
+        writes.append((k, b"c%d-i%d" % (commit, i)))
+        if i % 7 == 0:
+            writes.append((key((commit * 31 + i) % (per_commit * 3)), None))
+    return writes
+
+
+def expected_kv(commits: int, per_commit: int) -> dict[bytes, bytes]:
+    state: dict[bytes, bytes] = {}
+    for commit in range(commits):
+        for k, v in batch_writes(commit, per_commit):
+            if v is None:
+                state.pop(k, None)
+            else:
+                state[k] = v
+    return state
+
+
+def expected_windows(commits: int) -> dict[int, bytes]:
+    return {commit * 60_000: b"w%d" % commit for commit in range(commits)}
+
+
+def _config(args: dict) -> StateConfig:
+    return StateConfig(
+        application_id=args["app_id"],
+        bootstrap_servers=args["bootstrap"],
+        state_dir=Path(args["state_dir"]),
+        processing_guarantee=args.get("guarantee", "exactly_once_v2"),
+    )
+
+
+def hold_task(args: dict) -> None:
+    """Lock a task directory (optionally without the application lock) and wait to be killed."""
+    directory = StateDirectory(args["state_dir"], args["app_id"], lock_application=args["app_lock"])
+    lock = directory.lock_task(TaskId.parse(args["task"]))
+    say(f"LOCKED {lock.directory}")
+    time.sleep(600)
+
+
+def writer(args: dict) -> None:
+    """Commit `commits` batches, then keep writing without committing until killed."""
+    config = _config(args)
+    per_commit = args["per_commit"]
+    with StateDirectory(config.state_dir, config.application_id) as directory:
+        state = TaskState(config, directory, TaskId.parse(args["task"]), SPECS)
+        state.open_active()
+        kv, windows = state.store("kv"), state.store("win")
+        for commit in range(args["commits"]):
+            for k, v in batch_writes(commit, per_commit):
+                kv.put(k, v)
+            windows.put(b"w", b"w%d" % commit, commit * 60_000)
+            state.commit()
+            say(f"COMMITTED {commit + 1}")
+        commit = args["commits"]
+        sent = 0
+        while True:  # uncommitted writes, on their way to the changelog when the kill comes
+            for k, _ in batch_writes(commit, per_commit):
+                kv.put(k, b"uncommitted")
+                sent += 1
+            windows.put(b"w", b"uncommitted", commit * 60_000)
+            state._writer._producer.flush()  # noqa: SLF001 - make sure they reach the broker
+            if sent >= per_commit:
+                say(f"MIDWRITE {sent}")
+            commit += 1
+
+
+def active_until_stopped(args: dict) -> None:
+    """An active host: commit batches until the stop file appears, then close cleanly."""
+    config = _config(args)
+    per_commit = args["per_commit"]
+    stop = Path(args["stop_file"])
+    with StateDirectory(config.state_dir, config.application_id) as directory:
+        state = TaskState(config, directory, TaskId.parse(args["task"]), SPECS)
+        state.open_active()
+        kv = state.store("kv")
+        commit = 0
+        while not stop.exists():
+            for k, v in batch_writes(commit, per_commit):
+                kv.put(k, v)
+            state.store("win").put(b"w", b"w%d" % commit, commit * 60_000)
+            state.commit()
+            commit += 1
+            say(f"COMMITTED {commit}")
+            time.sleep(args.get("pause_s", 0.05))
+        state.close(clean=True)
+        say(f"DONE {commit}")
+
+
+COMMANDS = {"hold-task": hold_task, "writer": writer, "active": active_until_stopped}
+
+if __name__ == "__main__":
+    COMMANDS[sys.argv[1]](json.loads(sys.argv[2]))

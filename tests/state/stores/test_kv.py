@@ -1,0 +1,133 @@
+"""Key-value store on real RocksDB: operations, the per-commit overlay, the options hook."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rocksdict
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streams_rt.state.errors import StoreClosedError
+from streams_rt.state.stores.kv import KeyValueStore, prefix_upper_bound
+from streams_rt.state.stores.typed import TypedKeyValueStore
+from tests.state.stores.conftest import RecordingChangelog
+
+
+def test_operations_before_and_after_commit(kv: KeyValueStore, changelog: RecordingChangelog) -> None:
+    kv.put(b"b", b"2")
+    kv.put(b"a", b"1")
+    kv.put(b"c", b"3")
+    assert kv.get(b"a") == b"1"
+    assert list(kv.range(b"a", b"c")) == [(b"a", b"1"), (b"b", b"2")]
+    kv.commit()
+    assert kv.delete(b"b") == b"2"
+    assert kv.get(b"b") is None
+    kv.put(b"ab", b"x")
+    assert list(kv.all()) == [(b"a", b"1"), (b"ab", b"x"), (b"c", b"3")]
+    assert list(kv.prefix_scan(b"a")) == [(b"a", b"1"), (b"ab", b"x")]
+    kv.commit()
+    assert list(kv.all()) == [(b"a", b"1"), (b"ab", b"x"), (b"c", b"3")]
+    assert changelog.records == [
+        (b"b", b"2"), (b"a", b"1"), (b"c", b"3"), (b"b", None), (b"ab", b"x")  # a delete is a tombstone
+    ]
+
+
+def test_only_committed_writes_survive_a_reopen(tmp_path: Path, kv: KeyValueStore) -> None:
+    kv.put(b"kept", b"1")
+    kv.commit()
+    kv.put(b"lost", b"2")
+    kv.delete(b"kept")
+    kv.close()  # no commit: as after a crash
+    kv.open()
+    assert kv.get(b"kept") == b"1" and kv.get(b"lost") is None
+
+
+def test_approximate_count(kv: KeyValueStore) -> None:
+    for i in range(1000):
+        kv.put(b"%04d" % i, b"v")
+    kv.commit()
+    kv.db.flush()
+    assert 900 <= kv.approximate_count() <= 1100
+
+
+def test_prefix_upper_bound() -> None:
+    assert prefix_upper_bound(b"ab") == b"ac"
+    assert prefix_upper_bound(b"a\xff") == b"b"
+    assert prefix_upper_bound(b"\xff\xff") is None
+
+
+def test_writes_need_a_changelog(tmp_path: Path) -> None:
+    store = KeyValueStore("ro", tmp_path)
+    store.open()
+    with pytest.raises(StoreClosedError, match="read-only"):
+        store.put(b"k", b"v")
+    store.close()
+    with pytest.raises(StoreClosedError, match="closed"):
+        store.get(b"k")
+
+
+keys = st.binary(min_size=1, max_size=3)
+ops = st.lists(st.tuples(st.sampled_from(["put", "delete", "commit"]), keys, st.binary(max_size=3)), max_size=60)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(ops, keys, keys)
+def test_matches_a_dict_model(kv: KeyValueStore, operations: list[tuple[str, bytes, bytes]], lo: bytes, hi: bytes) -> None:
+    kv.wipe()
+    model: dict[bytes, bytes] = {}
+    for op, key, value in operations:
+        if op == "put":
+            kv.put(key, value)
+            model[key] = value
+        elif op == "delete":
+            assert kv.delete(key) == model.pop(key, None)
+        else:
+            kv.commit()
+    assert list(kv.all()) == sorted(model.items())
+    assert list(kv.range(lo, hi)) == sorted((k, v) for k, v in model.items() if lo <= k < hi)
+    assert list(kv.prefix_scan(lo)) == sorted((k, v) for k, v in model.items() if k.startswith(lo))
+
+
+class Utf8:
+    def serialize(self, value: str) -> bytes:
+        return value.encode()
+
+    def deserialize(self, data: bytes) -> str:
+        return data.decode()
+
+
+def test_typed_view(kv: KeyValueStore) -> None:
+    typed = TypedKeyValueStore(kv, Utf8(), Utf8())
+    typed.put("k", "v")
+    assert typed.get("k") == "v"
+    assert list(typed.all()) == [("k", "v")]
+    assert typed.delete("k") == "v" and typed.get("k") is None
+
+
+class NoCompression:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def set_config(self, store_name: str, options: rocksdict.Options, configs: Mapping[str, Any]) -> None:
+        self.calls.append(store_name)
+        options.set_compression_type(rocksdict.DBCompressionType.none())
+        options.set_write_buffer_size(8 << 20)
+
+
+def test_config_setter_shapes_the_options(tmp_path: Path) -> None:
+    setter = NoCompression()
+    store = KeyValueStore("custom", tmp_path, setter)
+    store.open()
+    store.close()
+    assert setter.calls == ["custom"]
+    options_file = sorted(store.path.glob("OPTIONS-*"))[-1].read_text()
+    assert "compression=kNoCompression" in options_file
+    assert "write_buffer_size=8388608" in options_file
+    default = KeyValueStore("default", tmp_path)
+    default.open()
+    default.close()
+    assert "compression=kLZ4Compression" in sorted(default.path.glob("OPTIONS-*"))[-1].read_text()

@@ -1,0 +1,73 @@
+"""kill -9 of the writing process mid-write: the restore equals the last committed state."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from streams_rt.protocol import TaskId
+from streams_rt.state import StateConfig, StateDirectory, TaskState, ensure_changelog_topics
+from tests.state.child import SPECS, expected_kv, expected_windows
+from tests.state.conftest import Children, RecordingListener, wait_for_line
+
+pytestmark = pytest.mark.broker
+
+TASK = TaskId(0, 1)
+PER_COMMIT = 400
+
+
+def _end_offset(bootstrap: str, topic: str, isolation: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe", "isolation.level": isolation})
+    try:
+        return consumer.get_watermark_offsets(KafkaTopicPartition(topic, TASK.partition), timeout=10)[1]
+    finally:
+        consumer.close()
+
+
+def test_kill_9_mid_write_restores_last_commit(eos_config: StateConfig, children: Children) -> None:
+    config = eos_config
+    ensure_changelog_topics(config.bootstrap_servers, [s.changelog(config.application_id) for s in SPECS], 2)
+    commits = 3
+    child = children.start("writer", json.dumps({
+        "app_id": config.application_id, "bootstrap": config.bootstrap_servers,
+        "state_dir": str(config.state_dir), "task": str(TASK), "commits": commits, "per_commit": PER_COMMIT,
+    }))
+    wait_for_line(child, f"COMMITTED {commits}")
+    wait_for_line(child, "MIDWRITE")
+    child.send_signal(signal.SIGKILL)
+    assert child.wait(timeout=30) == -signal.SIGKILL
+
+    # The changelog really holds records written after the last commit (in an open transaction).
+    topic = f"{config.application_id}-kv-changelog"
+    assert _end_offset(config.bootstrap_servers, topic, "read_uncommitted") > _end_offset(
+        config.bootstrap_servers, topic, "read_committed")
+
+    listener = RecordingListener()
+    with StateDirectory(config.state_dir, config.application_id) as directory:  # the dead child's locks are gone
+        state = TaskState(config, directory, TASK, SPECS, listener=listener)
+        state.open_active()  # fences the dead writer's transaction, then restores the tail
+        try:
+            assert dict(state.store("kv").all()) == expected_kv(commits, PER_COMMIT)
+            assert dict(state.store("win").fetch(b"w", 0, 10**12)) == expected_windows(commits)
+            assert listener.restored("kv") == 0  # the aborted tail is invisible to the restore
+            # Writing continues from the restored state.
+            state.store("kv").put(b"after", b"crash")
+            state.commit()
+        finally:
+            state.close()
+
+    # From scratch on another host: the same state, read from the changelog alone.
+    other = StateConfig(config.application_id, config.bootstrap_servers, config.state_dir.parent / "other",
+                        processing_guarantee=config.processing_guarantee)
+    with StateDirectory(other.state_dir, other.application_id) as directory:
+        state = TaskState(other, directory, TASK, SPECS)
+        state.open_active()
+        try:
+            expected = expected_kv(commits, PER_COMMIT) | {b"after": b"crash"}
+            assert dict(state.store("kv").all()) == expected
+        finally:
+            state.close()
