@@ -1,0 +1,188 @@
+"""`assign`: one rebalance round of the high-availability sticky assignor.
+
+Order of work: resolve ownership (KIP-341) -> lags -> balanced sticky target for stateful and then
+stateless actives (constrained linear pass when it applies, else the general path) -> keep actives on
+caught-up clients (pending moves) -> standbys -> warm-ups -> cooperative hand-off. Pure and
+deterministic: clients are numbered in process-id order and tasks in TaskId order, so the input order
+never matters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from types import MappingProxyType
+
+from streams_rt.protocol import TaskId
+
+from .active_placement import general_assign
+from .constrained import constrained_applies, constrained_assign
+from .cooperative import hand_off
+from .lag import Lags
+from .model import (
+    AssignmentConfigs,
+    AssignmentResult,
+    ClientAssignment,
+    ClientState,
+    RebalanceProtocol,
+    TaskTopology,
+)
+from .output import rebuild
+from .ownership import NO_OWNER, resolve_owners
+from .standby_placement import place_standbys
+from .task_index import TaskIndex
+from .warmups import PendingMove, choose_warmups, gate_to_caught_up
+
+
+def _partition_major(task: TaskId) -> tuple:
+    """Fill order: t0_p0, t1_p0, t0_p1, ... so the tasks of one partition spread over clients."""
+    return (task.partition, task.topology_name is not None, task.topology_name or "", task.subtopology)
+
+
+def _fill_order(ordered: list[TaskId]) -> Callable[[int], int] | None:
+    """Sort key for task numbers giving the partition-major fill order. With one subtopology that is
+    TaskId order itself (None: sort by number; ordered is sorted, so equal ends mean all equal)."""
+    first, last = ordered[0], ordered[-1]
+    if (first.topology_name, first.subtopology) == (last.topology_name, last.subtopology):
+        return None
+    rank = [0] * len(ordered)
+    for r, t in enumerate(sorted(range(len(ordered)), key=lambda t: _partition_major(ordered[t]))):
+        rank[t] = r
+    return rank.__getitem__
+
+
+def _sorted_unique(tasks: Collection[TaskId]) -> list[TaskId]:
+    """Tasks in Kafka's TaskId order (unnamed first, then topology name, subtopology, partition),
+    duplicates dropped. Sorting on a tuple first avoids TaskId's Python-level hash and comparisons."""
+    keyed = sorted(
+        ((t.topology_name is not None, t.topology_name or "", t.subtopology, t.partition), t) for t in tasks
+    )
+    out: list[TaskId] = []
+    last = None
+    for key, task in keyed:
+        if key != last:
+            out.append(task)
+            last = key
+    return out
+
+
+def assign(
+    tasks: TaskTopology | Collection[TaskId],
+    clients: Collection[ClientState],
+    changelog_end_offsets: Mapping[TaskId, int],
+    configs: AssignmentConfigs,
+    protocol: RebalanceProtocol,
+    now_ms: int,
+    *,
+    stateless: Collection[TaskId] = (),
+) -> AssignmentResult:
+    """Assign every task to the given clients.
+
+    A task is stateful (has changelogs: lags, standbys, warm-ups) when it appears in
+    `changelog_end_offsets` (its changelog end-offset sum) and is not listed as stateless; any other
+    task is stateless and can run anywhere. Raises ValueError on duplicate process ids."""
+    if isinstance(tasks, TaskTopology):
+        stateless = [*stateless, *tasks.stateless_tasks()]
+        tasks = list(tasks.tasks())
+    ordered = _sorted_unique(tasks)
+    states = sorted(clients, key=lambda s: s.process_id)
+    for a, b in zip(states, states[1:]):
+        if a.process_id == b.process_id:
+            raise ValueError(f"client {a.process_id} appears twice")
+    if not states:
+        return AssignmentResult(MappingProxyType({}), False, None)
+    if not ordered:
+        empty = ClientAssignment()
+        return AssignmentResult(MappingProxyType({s.process_id: empty for s in states}), False, None)
+
+    n = len(states)
+    index = TaskIndex(ordered)
+    end: list[int | None] = [None] * len(ordered)
+    by_key = index.by_key
+    for task, end_offset in changelog_end_offsets.items():
+        t = by_key.get((task.subtopology, task.partition, task.topology_name))
+        if t is not None:
+            end[t] = end_offset
+    for task in stateless:
+        t = index.get(task)
+        if t is not None:
+            end[t] = None
+    owner, ignored = resolve_owners([s.owned_active for s in states], index)
+    lags = Lags(
+        ordered,
+        end,
+        [s.task_offset_sums for s in states],
+        [s.owned_standby for s in states],
+        index,
+        owner,
+        ignored,
+        configs.acceptable_recovery_lag,
+    )
+    capacities = [s.capacity for s in states]
+    fill_key = _fill_order(ordered)
+
+    planned = [0] * len(ordered)
+    pending: list[PendingMove] = []
+    active_load = [0] * n
+    stateful_pool = [t for t in range(len(ordered)) if end[t] is not None]
+    stateless_pool = [t for t in range(len(ordered)) if end[t] is None]
+    for pool in (stateful_pool, stateless_pool):
+        if not pool:
+            continue
+        if constrained_applies(capacities, pool, owner, lags) and not any(active_load):
+            default = lags.default_caught_up  # with n > 1 these can always move freely
+            target = constrained_assign(
+                pool, owner, n, lambda t, c: default[t] or lags.has_other_caught_up(t, c, n), fill_key
+            )
+        else:
+            target = general_assign(pool, owner, capacities, lags, fill_key, active_load)
+        placed, moves = gate_to_caught_up(pool, target, owner, lags, n)
+        pending.extend(moves)
+        for t, c in zip(pool, placed):
+            planned[t] = c
+            active_load[c] += 1
+
+    pending_target = {m.task: m.target for m in pending}
+    standby_of = place_standbys(
+        stateful_pool,
+        planned,
+        pending_target,
+        lags,
+        capacities,
+        active_load,
+        configs.num_standby_replicas,
+        [s.tags for s in states],
+        configs.rack_aware_assignment_tags,
+    )
+    warmups = choose_warmups(pending, standby_of, lags, configs.max_warmup_replicas)
+
+    handed = hand_off(planned, owner, ignored, protocol)
+    standby: list[set[int]] = [set() for _ in range(n)]
+    for t in stateful_pool:
+        for c in standby_of[t]:
+            standby[c].add(t)
+    for t in handed.withheld:
+        if end[t] is not None:
+            standby[planned[t]].add(t)
+    warm: list[list[int]] = [[] for _ in range(n)]
+    for m in warmups:
+        warm[m.target].append(m.task)
+        standby[m.target].add(m.task)
+
+    owned_before: list[list[int]] = [[] for _ in range(n)]
+    for t, c in enumerate(owner):
+        if c != NO_OWNER:
+            owned_before[c].append(t)
+    standby_before: list[list[int]] = [[] for _ in range(n)]
+    for t in stateful_pool:
+        for c in lags.standby_owners[t]:
+            standby_before[c].append(t)
+    result = {
+        s.process_id: ClientAssignment(
+            rebuild(s.owned_active, owned_before[c], handed.active[c], ordered),
+            rebuild(s.owned_standby, standby_before[c], standby[c], ordered),
+            frozenset([ordered[t] for t in warm[c]]),
+            frozenset([*(ordered[t] for t in handed.revoke[c]), *handed.revoke_claims[c]]),
+        )
+        for c, s in enumerate(states)
+    }
+    probing_at = now_ms + configs.probing_rebalance_interval_ms if pending else None
+    return AssignmentResult(MappingProxyType(result), bool(handed.withheld), probing_at)

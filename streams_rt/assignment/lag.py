@@ -1,0 +1,147 @@
+"""Lags and the caught-up rule of KIP-441.
+
+A client is caught up on a task when it runs it as active (lag -2) or its lag is between 0 and
+`acceptable.recovery.lag`. Lags are kept only for clients that reported the task; every other client
+has lag = the changelog end offset sum (it holds nothing), so a task is caught up "everywhere by
+default" when that end is itself acceptable. This keeps the cost linear in the reports, not
+clients x tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
+
+from .ownership import NO_OWNER
+from .task_index import TaskIndex
+
+RUNNING = -2  # running active: lag 0 by definition
+UNKNOWN = -1  # holds some state, but its offsets are unknown (-3/-4 sentinels, or pre-v7 standby)
+_NOBODY: list[int] = []  # never appended to
+
+
+def _rank(code: int, end: int) -> int:
+    """Sort key: running first, then by lag, unknown last among holders."""
+    if code == RUNNING:
+        return -1
+    if code == UNKNOWN:
+        return end + 1
+    return code
+
+
+class Lags:
+    """Per-task lag reports, indexed by task and client numbers."""
+
+    def __init__(
+        self,
+        tasks: Sequence[TaskId],
+        end_offsets: Sequence[int | None],
+        offset_sums: Sequence[Mapping[TaskId, int]],
+        owned_standby: Sequence[frozenset[TaskId]],
+        task_index: TaskIndex,
+        owner: Sequence[int],
+        ignored_claims: Sequence[Sequence[TaskId]],
+        acceptable_recovery_lag: int,
+    ) -> None:
+        self.end = end_offsets
+        self.acceptable = acceptable_recovery_lag
+        reports: list[dict[int, int] | None] = [None] * len(tasks)
+        get = task_index.by_key.get
+        for c, sums in enumerate(offset_sums):
+            for task, offset in sums.items():
+                if offset == OFFSET_SUM_RUNNING_ACTIVE:  # a running claim counts via ownership, below
+                    continue
+                t = get((task.subtopology, task.partition, task.topology_name))
+                if t is None:
+                    continue
+                end = end_offsets[t]
+                if end is None:
+                    continue
+                if offset >= 0:
+                    code = end - offset if offset <= end else end  # ahead of the end: Kafka's rule
+                else:
+                    code = UNKNOWN
+                r = reports[t]
+                if r is None:
+                    r = reports[t] = {}
+                r[c] = code
+        self.standby_owners: list[list[int]] = [_NOBODY] * len(tasks)  # shared empty list, replaced on add
+        for c, standbys in enumerate(owned_standby):
+            for task in standbys:
+                t = get((task.subtopology, task.partition, task.topology_name))
+                if t is not None and end_offsets[t] is not None:
+                    owners = self.standby_owners[t]
+                    if owners is _NOBODY:
+                        self.standby_owners[t] = [c]
+                    else:
+                        owners.append(c)
+                    r = reports[t]
+                    if r is None:
+                        reports[t] = {c: UNKNOWN}
+                    elif c not in r:
+                        r[c] = UNKNOWN
+        for c, claims in enumerate(ignored_claims):  # stale owners hold state of unknown freshness
+            for task in claims:
+                t = get((task.subtopology, task.partition, task.topology_name))
+                if t is not None and end_offsets[t] is not None:
+                    r = reports[t]
+                    if r is None:
+                        reports[t] = {c: UNKNOWN}
+                    elif c not in r:
+                        r[c] = UNKNOWN
+        for t, c in enumerate(owner):
+            if c != NO_OWNER and end_offsets[t] is not None:
+                r = reports[t]
+                if r is None:
+                    reports[t] = {c: RUNNING}
+                else:
+                    r[c] = RUNNING
+        self.reports = reports
+        self.default_caught_up = [e is None or e <= acceptable_recovery_lag for e in end_offsets]
+        self._holders: list[list[int] | None] = [None] * len(tasks)
+
+    def lag(self, t: int, c: int) -> int:
+        """RUNNING, UNKNOWN, or the lag in records; stateless tasks have lag 0 everywhere."""
+        end = self.end[t]
+        if end is None:
+            return 0
+        r = self.reports[t]
+        if r is not None and c in r:
+            return r[c]
+        return end
+
+    def caught_up(self, t: int, c: int) -> bool:
+        code = self.lag(t, c)
+        return code == RUNNING or 0 <= code <= self.acceptable
+
+    def rank(self, t: int, c: int) -> int:
+        end = self.end[t]
+        return 0 if end is None else _rank(self.lag(t, c), end)
+
+    def holders(self, t: int) -> list[int]:
+        """Clients that reported state for the task, most caught up first (ties by process id)."""
+        cached = self._holders[t]
+        if cached is None:
+            r = self.reports[t]
+            if not r:
+                cached = []
+            elif len(r) == 1:
+                cached = list(r)
+            else:
+                end = self.end[t]
+                cached = sorted(r, key=lambda c: (_rank(r[c], end), c))
+            self._holders[t] = cached
+        return cached
+
+    def has_other_caught_up(self, t: int, c: int, n_clients: int) -> bool:
+        """Could the task move away from client c without a warm-up?"""
+        if self.default_caught_up[t]:
+            return n_clients > 1
+        return any(h != c and self.caught_up(t, h) for h in self.holders(t))
+
+    def foreign_state(self, t: int, owner: int) -> bool:
+        """Does someone other than the owner hold state that should steer placement?"""
+        r = self.reports[t]
+        if not r or self.default_caught_up[t]:
+            return False
+        return any(c != owner for c in r)

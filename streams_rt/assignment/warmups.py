@@ -1,0 +1,66 @@
+"""KIP-441's rule that an active task moves only to a caught-up client.
+
+When the balanced target of a task is not caught up but someone is, the task stays on the most caught-up
+client (its running owner, else the smallest lag) and the move is recorded as pending. Pending moves
+get warm-up replicas on their targets, at most `max.warmup.replicas` at a time; a probing rebalance
+later moves each task once its warm-up has caught up."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .lag import UNKNOWN, Lags
+from .ownership import NO_OWNER
+
+
+@dataclass(frozen=True, slots=True)
+class PendingMove:
+    task: int
+    target: int
+
+
+def gate_to_caught_up(
+    pool: Sequence[int], target: Sequence[int], owner: Sequence[int], lags: Lags, n_clients: int
+) -> tuple[list[int], list[PendingMove]]:
+    """Returns where each task of `pool` runs this round, and the moves that wait for a warm-up."""
+    placed = list(target)
+    pending: list[PendingMove] = []
+    default, reports = lags.default_caught_up, lags.reports
+    for i, t in enumerate(pool):
+        dest = target[i]
+        if dest == owner[t]:  # staying put: running, caught up by definition
+            continue
+        if default[t]:  # everyone is caught up but clients whose offsets are unknown
+            r = reports[t]
+            if not r or r.get(dest) != UNKNOWN:
+                continue
+        elif lags.caught_up(t, dest):
+            continue
+        holder = _most_caught_up(t, owner[t], lags, n_clients)
+        if holder is not None:
+            placed[i] = holder
+            pending.append(PendingMove(t, dest))
+    return placed, pending
+
+
+def _most_caught_up(t: int, owner: int, lags: Lags, n_clients: int) -> int | None:
+    if owner != NO_OWNER:  # a valid owner is running it: lag -2, the best there is
+        return owner
+    for h in lags.holders(t):
+        if lags.caught_up(t, h):
+            return h
+    if lags.default_caught_up[t]:  # everyone without an unknown report is caught up
+        reports = lags.reports[t] or {}
+        return next((c for c in range(n_clients) if reports.get(c) != UNKNOWN), None)
+    return None
+
+
+def choose_warmups(
+    pending: Sequence[PendingMove], standby_of: Sequence[set[int]], lags: Lags, max_warmups: int
+) -> list[PendingMove]:
+    """Warm-ups for pending moves. A target that already gets a standby of the task needs none; the
+    others are served most-advanced first, so warm-ups already in flight keep their slots."""
+    need = [m for m in pending if m.target not in standby_of[m.task]]
+    need.sort(key=lambda m: (lags.rank(m.task, m.target), m.task))
+    return need[:max_warmups]

@@ -1,0 +1,194 @@
+"""A simulated group for the assignor tests: clients that apply each assignment, keep their state
+directories, catch up their standbys between rounds, and report back like Kafka Streams members.
+Also the invariant checks every round must pass, computed independently of the assignor's code."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+
+from streams_rt.assignment import (
+    AssignmentConfigs,
+    AssignmentResult,
+    ClientState,
+    RebalanceProtocol,
+    assign,
+)
+from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
+
+
+@dataclass
+class SimClient:
+    process_id: uuid.UUID
+    capacity: int = 1
+    tags: dict[str, str] = field(default_factory=dict)
+    active: dict[TaskId, int] = field(default_factory=dict)
+    standby: set[TaskId] = field(default_factory=set)
+    offsets: dict[TaskId, int] = field(default_factory=dict)  # state directories on disk
+
+    def subscription(self) -> ClientState:
+        sums = dict(self.offsets)
+        for task in self.active:
+            sums[task] = OFFSET_SUM_RUNNING_ACTIVE
+        return ClientState(
+            self.process_id,
+            self.capacity,
+            tags=dict(self.tags),
+            owned_active=dict(self.active),
+            owned_standby=frozenset(self.standby),
+            task_offset_sums=sums,
+        )
+
+
+class Group:
+    """A group of simulated clients. `lag_per_round` is how far the changelogs advance each round: 0
+    keeps every lag 0 (everyone caught up); a large value makes state left behind fall out of date."""
+
+    def __init__(
+        self,
+        tasks: list[TaskId],
+        configs: AssignmentConfigs,
+        protocol: RebalanceProtocol,
+        rng: random.Random,
+        lag_per_round: int = 0,
+    ) -> None:
+        self.tasks = tasks
+        self.configs = configs
+        self.protocol = protocol
+        self.rng = rng
+        self.lag_per_round = lag_per_round
+        self.end = {t: 0 for t in tasks}
+        self.clients: dict[uuid.UUID, SimClient] = {}
+        self.generation = 0
+        self.now = 0
+        self.last: AssignmentResult | None = None
+
+    def add_client(self, capacity: int = 1, tags: dict[str, str] | None = None) -> uuid.UUID:
+        pid = uuid.UUID(int=self.rng.getrandbits(128))
+        self.clients[pid] = SimClient(pid, capacity, tags or {})
+        return pid
+
+    def drop_client(self, pid: uuid.UUID) -> None:
+        del self.clients[pid]
+
+    def subscriptions(self) -> list[ClientState]:
+        subs = [c.subscription() for c in self.clients.values()]
+        self.rng.shuffle(subs)
+        return subs
+
+    def round(self) -> AssignmentResult:
+        subs = self.subscriptions()
+        result = assign(self.tasks, subs, dict(self.end), self.configs, self.protocol, self.now)
+        check_invariants(self.tasks, subs, self.end, self.configs, self.protocol, result)
+        self.apply(result)
+        return result
+
+    def apply(self, result: AssignmentResult) -> None:
+        self.generation += 1
+        self.now += self.configs.probing_rebalance_interval_ms
+        for t in self.end:
+            self.end[t] += self.lag_per_round
+        for pid, client in self.clients.items():
+            got = result.clients[pid]
+            if self.protocol is RebalanceProtocol.EAGER:
+                kept = {}
+            else:
+                kept = {t: g for t, g in client.active.items() if t not in got.revoke}
+            for task in set(client.active) - set(kept):  # closed: checkpoint written at close
+                client.offsets[task] = self.end[task] - self.lag_per_round
+            client.active = {t: self.generation for t in got.active}
+            # Active tasks keep up; standbys and warm-ups catch up by the next (probing) round.
+            client.standby = set(got.standby)
+            for task in got.active | got.standby:
+                client.offsets[task] = self.end[task]
+
+    def owners(self) -> dict[TaskId, uuid.UUID]:
+        return {t: pid for pid, c in self.clients.items() for t in c.active}
+
+
+def valid_owners(subs: list[ClientState]) -> dict[TaskId, uuid.UUID]:
+    """KIP-341, computed independently: highest generation wins, ties to the lowest process id."""
+    best: dict[TaskId, tuple[int, uuid.UUID]] = {}
+    for s in subs:
+        for task, gen in s.owned_active.items():
+            cur = best.get(task)
+            if cur is None or gen > cur[0] or (gen == cur[0] and s.process_id < cur[1]):
+                best[task] = (gen, s.process_id)
+    return {t: pid for t, (gen, pid) in best.items()}
+
+
+def caught_up(sub: ClientState, task: TaskId, end: int, acceptable: int, owner: uuid.UUID | None) -> bool:
+    if owner == sub.process_id:
+        return True
+    offset = sub.task_offset_sums.get(task, 0)
+    if offset < 0:
+        return False
+    lag = end - offset if offset <= end else end
+    return 0 <= lag <= acceptable
+
+
+def check_invariants(
+    tasks: list[TaskId],
+    subs: list[ClientState],
+    end: dict[TaskId, int],
+    configs: AssignmentConfigs,
+    protocol: RebalanceProtocol,
+    result: AssignmentResult,
+) -> None:
+    by_pid = {s.process_id: s for s in subs}
+    assert set(result.clients) == set(by_pid)
+    owners = valid_owners(subs)
+    active_count: Counter[TaskId] = Counter()
+    revoked: set[TaskId] = set()
+    warmups = 0
+    for pid, a in result.clients.items():
+        active_count.update(a.active)
+        revoked |= a.revoke
+        warmups += len(a.warmup)
+        assert not (a.active & a.standby), f"{pid}: active and standby overlap {a.active & a.standby}"
+        assert a.warmup <= a.standby
+        assert not (a.active & a.revoke)
+        assert a.active <= set(tasks)
+        if protocol is RebalanceProtocol.EAGER:
+            assert not a.revoke
+        else:  # an owned task that is not kept must be revoked explicitly
+            lost = {t for t, o in owners.items() if o == pid} - a.active
+            assert lost <= a.revoke, f"{pid} loses {lost - a.revoke} without being told to revoke"
+        # Never hand a task to a new owner while another member still owns it (KIP-429).
+        for t in a.active:
+            assert owners.get(t, pid) == pid or protocol is RebalanceProtocol.EAGER, (
+                f"{t} given to {pid} while {owners[t]} still owns it"
+            )
+        # Actives only on caught-up clients, unless nobody is caught up.
+        for t in a.active:
+            acceptable = configs.acceptable_recovery_lag
+            if t in end and not caught_up(by_pid[pid], t, end[t], acceptable, owners.get(t)):
+                assert not any(
+                    caught_up(s, t, end[t], acceptable, owners.get(t)) for s in subs
+                ), f"{t} on {pid}, which is not caught up, while another client is"
+    assert all(n == 1 for n in active_count.values()), "a task has two active owners"
+    for t in tasks:
+        if active_count[t] == 0:
+            assert protocol is RebalanceProtocol.COOPERATIVE and t in revoked, f"{t} unassigned"
+            assert result.followup_rebalance
+    assert warmups <= configs.max_warmup_replicas
+    # Standbys: exactly min(k, clients - 1) distinct non-warm-up replicas per stateful task.
+    want = min(configs.num_standby_replicas, len(subs) - 1)
+    replicas: Counter[TaskId] = Counter()
+    for a in result.clients.values():
+        replicas.update(a.standby - a.warmup)
+    for t in tasks:
+        if t in end:  # a task withheld for hand-off is also a standby on its next owner
+            allowed = (want, want + 1) if active_count[t] == 0 else (want,)
+            assert replicas[t] in allowed, f"{t} has {replicas[t]} standbys, want {want}"
+    # Balance: once nothing waits for a warm-up or a revocation, every client is at its capacity share.
+    if not result.followup_rebalance and result.probing_rebalance_at_ms is None:
+        total_cap = sum(s.capacity for s in subs)
+        stateful = [t for t in tasks if t in end]
+        for pid, a in result.clients.items():
+            cap = by_pid[pid].capacity
+            load = sum(1 for t in a.active if t in end)
+            lo, hi = len(stateful) * cap // total_cap, -(-len(stateful) * cap // total_cap)
+            assert lo <= load <= hi, f"{pid} (capacity {cap}) runs {load} stateful tasks, share is {lo}..{hi}"

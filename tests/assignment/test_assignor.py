@@ -1,0 +1,171 @@
+"""Behaviour of single rounds: configuration, topology, KIP-341 stale ownership, KIP-429 hand-off,
+KIP-441 warm-ups and probing, standby placement, and the constrained linear pass."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streams_rt.assignment import (
+    AssignmentConfigs,
+    ClientState,
+    RebalanceProtocol,
+    TaskTopology,
+    assign,
+)
+from streams_rt.assignment.active_placement import general_assign
+from streams_rt.assignment.constrained import constrained_assign
+from streams_rt.assignment.lag import Lags
+from streams_rt.assignment.ownership import NO_OWNER
+from streams_rt.assignment.task_index import TaskIndex
+from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
+
+COOP, EAGER = RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER
+A, B, C, D = (uuid.UUID(int=i) for i in (1, 2, 3, 4))
+T = [TaskId(0, p) for p in range(4)]
+
+
+def running(pid: uuid.UUID, tasks: list[TaskId], generation: int = 1, **kw) -> ClientState:  # noqa: ANN003
+    return ClientState(
+        pid,
+        owned_active={t: generation for t in tasks},
+        task_offset_sums={t: OFFSET_SUM_RUNNING_ACTIVE for t in tasks},
+        **kw,
+    )
+
+
+def test_configs_from_kafka_property_names() -> None:
+    c = AssignmentConfigs.from_properties(
+        {
+            "num.standby.replicas": "2",
+            "acceptable.recovery.lag": 5,
+            "max.warmup.replicas": 3,
+            "probing.rebalance.interval.ms": 60_000,
+            "rack.aware.assignment.tags": "zone, rack",
+            "application.id": "ignored",
+        }
+    )
+    assert c == AssignmentConfigs(2, 5, 3, 60_000, ("zone", "rack"))
+    assert AssignmentConfigs() == AssignmentConfigs(0, 10_000, 2, 600_000, ())
+    with pytest.raises(ValueError, match="max.warmup.replicas"):
+        AssignmentConfigs(max_warmup_replicas=0)
+
+
+def test_topology_checks_co_partitioning_and_marks_stateless_tasks() -> None:
+    with pytest.raises(ValueError, match="disagree"):
+        TaskTopology({0: 4, 1: 3}, copartition_groups=(frozenset({0, 1}),))
+    topo = TaskTopology({0: 2, 1: 2}, copartition_groups=(frozenset({0, 1}),), stateless=frozenset({1}))
+    assert list(topo.tasks()) == [TaskId(0, 0), TaskId(0, 1), TaskId(1, 0), TaskId(1, 1)]
+    clients = [ClientState(A), ClientState(B)]
+    r = assign(topo, clients, {TaskId(0, 0): 0, TaskId(0, 1): 0}, AssignmentConfigs(1), EAGER, 0)
+    standbys = set().union(*(a.standby for a in r.clients.values()))
+    assert standbys == {TaskId(0, 0), TaskId(0, 1)}  # no standbys for stateless tasks
+    assert sum(len(a.active) for a in r.clients.values()) == 4
+
+
+def test_stale_claim_from_older_generation_is_ignored() -> None:
+    t = T[0]
+    clients = [running(A, [t], generation=3), running(B, [t], generation=5), ClientState(C)]
+    r = assign([t], clients, {t: 100_000}, AssignmentConfigs(), COOP, 0)
+    assert r.clients[B].active == {t}
+    assert r.clients[A].revoke == {t} and not r.clients[A].active
+    assert not r.followup_rebalance  # the stale owner was fenced: nothing to wait for
+
+
+def test_cooperative_withholds_a_moving_task_until_it_is_revoked() -> None:
+    end = {t: 0 for t in T}  # everyone is caught up
+    first = assign(T, [running(A, T), ClientState(B)], end, AssignmentConfigs(), COOP, 0)
+    a, b = first.clients[A], first.clients[B]
+    assert len(a.active) == 2 and len(a.revoke) == 2 and not b.active
+    assert b.standby == a.revoke  # the next owner keeps the state warm through the hand-off
+    assert first.followup_rebalance and first.probing_rebalance_at_ms is None
+    kept = sorted(a.active)
+    second = assign(T, [running(A, kept, 2), ClientState(B)], end, AssignmentConfigs(), COOP, 1)
+    assert second.clients[B].active == a.revoke and second.clients[A].active == set(kept)
+    assert not second.followup_rebalance
+
+
+def test_eager_assigns_directly() -> None:
+    end = {t: 0 for t in T}
+    r = assign(T, [running(A, T), ClientState(B)], end, AssignmentConfigs(), EAGER, 0)
+    assert len(r.clients[A].active) == len(r.clients[B].active) == 2
+    assert not r.clients[A].revoke and not r.followup_rebalance
+
+
+def test_task_nobody_owns_goes_directly_and_unknown_tasks_are_revoked() -> None:
+    gone = TaskId(9, 9)
+    r = assign(T, [running(A, [gone]), ClientState(B)], {t: 0 for t in T}, AssignmentConfigs(), COOP, 0)
+    assert sum(len(a.active) for a in r.clients.values()) == 4
+    assert r.clients[A].revoke == {gone} and not r.followup_rebalance
+
+
+def test_lagging_target_gets_warmups_and_a_probing_rebalance() -> None:
+    end = {t: 100_000 for t in T}
+    configs = AssignmentConfigs(max_warmup_replicas=1, probing_rebalance_interval_ms=60_000)
+    r = assign(T, [running(A, T), ClientState(B)], end, configs, COOP, 5_000)
+    assert r.clients[A].active == set(T) and not r.clients[B].active  # B is not caught up
+    assert len(r.clients[B].warmup) == 1 and r.clients[B].warmup <= r.clients[B].standby
+    assert r.probing_rebalance_at_ms == 65_000 and not r.followup_rebalance
+    # Once the warm-up has caught up, that task moves (cooperatively: revoke first).
+    warm = next(iter(r.clients[B].warmup))
+    b = ClientState(B, owned_standby=frozenset({warm}), task_offset_sums={warm: 99_000})
+    r2 = assign(T, [running(A, T, 2), b], end, configs, COOP, 70_000)
+    assert r2.clients[A].revoke == {warm} and r2.followup_rebalance
+    assert r2.probing_rebalance_at_ms == 130_000  # one more task still has to move
+
+
+def test_caught_up_standby_takes_over_when_the_owner_leaves() -> None:
+    t = T[0]
+    end = {t: 100_000}
+    b = ClientState(B, owned_standby=frozenset({t}), task_offset_sums={t: 99_500})
+    r = assign([t], [b, ClientState(C)], end, AssignmentConfigs(num_standby_replicas=1), COOP, 0)
+    assert r.clients[B].active == {t} and r.clients[C].standby == {t}
+    assert r.probing_rebalance_at_ms is None
+
+
+def test_standbys_prefer_state_and_spread_over_tags() -> None:
+    t = T[0]
+    end = {t: 100_000}
+    holder = ClientState(C, tags={"zone": "z2"}, task_offset_sums={t: 90_000})
+    clients = [
+        running(A, [t], tags={"zone": "z1"}),
+        ClientState(B, tags={"zone": "z1"}),
+        holder,
+        ClientState(D, tags={"zone": "z3"}),
+    ]
+    r = assign([t], clients, end, AssignmentConfigs(num_standby_replicas=1), EAGER, 0)
+    assert r.clients[C].standby == {t}  # it already holds most of the state
+    tagged = AssignmentConfigs(num_standby_replicas=2, rack_aware_assignment_tags=("zone",))
+    r = assign([t], clients, end, tagged, EAGER, 0)
+    holders = {pid for pid, a in r.clients.items() if t in a.standby}
+    assert holders == {C, D}  # zones z2 and z3: never the active's zone z1 while others exist
+
+
+def test_duplicate_clients_are_rejected_and_no_clients_give_an_empty_result() -> None:
+    with pytest.raises(ValueError, match="twice"):
+        assign(T, [ClientState(A), ClientState(A)], {}, AssignmentConfigs(), EAGER, 0)
+    r = assign(T, [], {}, AssignmentConfigs(), EAGER, 0)
+    assert not r.clients and not r.followup_rebalance
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 60), st.data())
+def test_linear_pass_moves_no_more_than_the_general_path(n: int, n_tasks: int, data: st.DataObject) -> None:
+    """In the uniform case the KAFKA-9987 linear pass and the general path agree on quality."""
+    owner = [data.draw(st.integers(NO_OWNER, n - 1)) for _ in range(n_tasks)]
+    tasks = [TaskId(0, p) for p in range(n_tasks)]
+    index = TaskIndex(tasks)
+    lags = Lags(tasks, [0] * n_tasks, [{}] * n, [frozenset()] * n, index, owner, [[]] * n, 10_000)
+    pool = list(range(n_tasks))
+    linear = constrained_assign(pool, owner, n, lambda t, c: True, lambda t: t)
+    general = general_assign(pool, owner, [1] * n, lags, lambda t: t)
+    for placed in (linear, general):
+        loads = [placed.count(c) for c in range(n)]
+        assert max(loads) - min(loads) <= 1
+    def moved(placed: list[int]) -> int:
+        return sum(1 for t in pool if owner[t] != NO_OWNER and placed[t] != owner[t])
+
+    assert moved(linear) == moved(general)
