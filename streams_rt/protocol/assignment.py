@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from streams_rt.protocol.errors import MalformedUserData
 from streams_rt.protocol.javahash import put_buckets, topic_partition_hash
-from streams_rt.protocol.strings import java_string_hash
+from streams_rt.protocol.strings import encode_mutf8, java_string_hash
 from streams_rt.protocol.types import (
     LATEST_SUPPORTED_VERSION,
     UNKNOWN_VERSION,
@@ -295,25 +296,35 @@ def _read_task(r: Reader) -> TaskId:
 
 def _read_partitions(r: Reader, topics: dict[int, str] | None) -> Partitions:
     """A set of topic partitions, either with topic names (v1-4 and standby tasks) or dictionary indices."""
-    seen: dict[TopicPartition, None] = {}
     count = r.count("topic partition", 6 if topics is None else 8)
-    data, pair = r.data, I32_PAIR.unpack_from
-    for _ in range(count):
-        at = r.pos
-        if topics is None:
-            tp = TopicPartition(r.mutf8("topic"), r.i32("partition"))
-        else:
-            r.need(8, "topic partition")
-            topic_index, partition = pair(data, at)
-            r.pos = at + 8
-            if topic_index not in topics:
-                raise r.error(f"topic index {topic_index} is not in the topic dictionary", at)
-            tp = TopicPartition(topics[topic_index], partition)
-        size = len(seen)
-        seen[tp] = None
-        if len(seen) == size:
-            raise r.error(f"partition {tp} appears twice in one set", at)
-    return tuple(seen)
+    start = r.pos
+    if topics is None:
+        partitions = [TopicPartition(r.mutf8("topic"), r.i32("partition")) for _ in range(count)]
+    else:  # count() has checked that 8 bytes per entry remain: unpack them all at once
+        flat = struct.unpack_from(f">{2 * count}i", r.data, start)
+        r.pos = start + 8 * count
+        indices = flat[::2]
+        try:
+            partitions = [TopicPartition(topics[i], p) for i, p in zip(indices, flat[1::2])]
+        except KeyError as missing:
+            at = start + 8 * indices.index(missing.args[0])
+            raise r.error(f"topic index {missing.args[0]} is not in the topic dictionary", at) from None
+    unique = dict.fromkeys(partitions)
+    if len(unique) != len(partitions):
+        raise _duplicate_partition(r, partitions, topics is None, start)
+    return tuple(unique)
+
+
+def _duplicate_partition(r: Reader, partitions: list[TopicPartition], named: bool, start: int) -> MalformedUserData:
+    """The error for the first partition that repeats, at its byte offset (only computed on failure)."""
+    seen: set[TopicPartition] = set()
+    at = start
+    for tp in partitions:
+        if tp in seen:
+            return r.error(f"partition {tp} appears twice in one set", at)
+        seen.add(tp)
+        at += (2 + len(encode_mutf8(tp.topic)) + 4) if named else 8
+    raise AssertionError("no duplicate found")
 
 
 def _read_host_map(r: Reader, topics: dict[int, str] | None) -> dict[HostInfo, Partitions]:

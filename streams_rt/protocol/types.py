@@ -4,8 +4,8 @@ and the protocol constants that Kafka Streams defines for them."""
 from __future__ import annotations
 
 import enum
-import functools
 from dataclasses import dataclass
+from typing import NamedTuple
 
 LATEST_SUPPORTED_VERSION = 11
 EARLIEST_PROBEABLE_VERSION = 3
@@ -27,12 +27,12 @@ class AssignorError(enum.IntEnum):
     SHUTDOWN_REQUESTED = 4
 
 
-@functools.total_ordering
-@dataclass(frozen=True, slots=True)
-class TaskId:
+class TaskId(NamedTuple):
     """One task: a subtopology applied to one input partition, optionally within a named topology.
 
-    Ordered as Kafka orders TaskId: unnamed before named, then topology name, subtopology, partition.
+    A NamedTuple rather than a dataclass: task ids are dictionary keys on every hot path (codecs,
+    assignor, task manager), and a tuple hashes and compares in C. Ordered as Kafka orders TaskId:
+    unnamed before named, then topology name, subtopology, partition.
     """
 
     subtopology: int
@@ -46,7 +46,24 @@ class TaskId:
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, TaskId):
             return NotImplemented
+        if self.topology_name is None and other.topology_name is None:  # the common case, in C
+            return tuple.__lt__(self, other)
         return self._sort_key() < other._sort_key()
+
+    def __le__(self, other: object) -> bool:
+        if not isinstance(other, TaskId):
+            return NotImplemented
+        return self == other or self < other
+
+    def __gt__(self, other: object) -> bool:
+        if not isinstance(other, TaskId):
+            return NotImplemented
+        return other < self
+
+    def __ge__(self, other: object) -> bool:
+        if not isinstance(other, TaskId):
+            return NotImplemented
+        return self == other or other < self
 
     def __str__(self) -> str:
         """Kafka's textual form, also the state-directory name: `1_3` or `name__1_3`."""
@@ -75,8 +92,9 @@ class HostInfo:
         return f"{self.host}:{self.port}"
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class TopicPartition:
+class TopicPartition(NamedTuple):
+    """A topic partition; a NamedTuple for the same reason as TaskId (hashed in bulk by the codecs)."""
+
     topic: str
     partition: int
 
