@@ -1,0 +1,421 @@
+"""The group's membership state machine, pure: every method takes `now_ms`, nothing here sleeps,
+reads a clock or does I/O, so the rules can be unit-tested fast and exactly.
+
+One group (one application.id). The coordinator is also the group leader, so a round completes
+as soon as every member has rejoined: the injected `RoundAssigner` computes all assignments at once.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from streams_rt.coordinator.errors import GroupError, GroupErrorException
+from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
+
+log = logging.getLogger(__name__)
+
+
+class GroupState(enum.Enum):
+    """Like Kafka's group states, without CompletingRebalance: our leader assigns synchronously."""
+
+    EMPTY = "EMPTY"  # no members
+    PREPARING_REBALANCE = "PREPARING_REBALANCE"  # collecting members for the next generation
+    STABLE = "STABLE"  # every member has (or can fetch) its assignment of the current generation
+
+
+_VALID_TRANSITIONS: Mapping[GroupState, frozenset[GroupState]] = {
+    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.PREPARING_REBALANCE: frozenset({GroupState.STABLE, GroupState.EMPTY}),
+    GroupState.STABLE: frozenset({GroupState.PREPARING_REBALANCE, GroupState.EMPTY}),
+}
+
+
+@dataclass(frozen=True)
+class MemberAssignment:
+    """What one member receives for one generation; `tasks` is a readable summary for describe."""
+
+    generation: int
+    protocol: str
+    user_data: bytes
+    assignor_error: int = 0
+    message: str = ""
+    tasks: Mapping[str, list[str]] = field(default_factory=dict)
+    # Rebuilt from a GroupRecord after a restart: says what the member holds, but has no bytes to
+    # deliver; the member gets a fresh assignment from the next round.
+    restored: bool = False
+
+
+@dataclass
+class Member:
+    member_id: str
+    instance_id: str | None
+    protocol: str
+    subscription: Any  # decoded SubscriptionInfo; opaque to the state machine
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    last_seen_ms: int
+    joined: bool = False  # has joined the round being collected
+    assignment: MemberAssignment | None = None
+    capacity: int = 1  # stream threads: the share of tasks this member asks for
+    revoked_all: bool = False  # EAGER: joined holding nothing; its reported tasks are not claims
+    # The generation of the last assignment the member fetched. It may be older than `assignment`
+    # when a newer round was superseded before the member could fetch it (e.g. while it was saved).
+    fetched_generation: int = -1
+
+    def record(self, assignment: MemberAssignment | None) -> MemberRecord:
+        tasks = assignment.tasks if assignment is not None else {}
+        return MemberRecord(
+            self.member_id, self.instance_id, self.protocol, self.capacity, self.session_timeout_ms,
+            self.rebalance_timeout_ms, assignment.generation if assignment is not None else -1,
+            tuple(tasks.get("active", ())), tuple(tasks.get("standby", ())),
+        )
+
+    @classmethod
+    def restore(cls, r: MemberRecord, now_ms: int) -> Member:
+        """A member known from before a restart: it must rejoin, and its session starts now."""
+        m = cls(r.member_id, r.instance_id, r.protocol, None, r.session_timeout_ms, r.rebalance_timeout_ms, now_ms,
+                capacity=r.capacity)
+        if r.generation >= 0:
+            tasks = {"active": list(r.active), "standby": list(r.standby)}
+            m.assignment = MemberAssignment(r.generation, r.protocol, b"", tasks=tasks, restored=True)
+        return m
+
+
+@dataclass(frozen=True)
+class RoundOutcome:
+    assignments: Mapping[str, MemberAssignment]
+    protocol: str
+    # When the next round must start on its own: a follow-up (now) or a probing rebalance.
+    next_rebalance_at_ms: int | None = None
+
+
+class RoundAssigner(Protocol):
+    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome: ...
+
+
+class GroupObserver(Protocol):
+    """Told about rounds so metrics stay out of the state machine."""
+
+    def rebalance_completed(self, generation: int, latency_ms: int, now_ms: int) -> None: ...
+
+    def rebalance_failed(self, generation: int, now_ms: int) -> None: ...
+
+
+class Group:
+    def __init__(
+        self,
+        group_id: str,
+        assigner: RoundAssigner,
+        *,
+        restored: GroupRecord | None = None,
+        now_ms: int = 0,
+        observer: GroupObserver | None = None,
+        new_member_id: Callable[[str | None], str] | None = None,
+        persistent: bool = False,
+        hold_rounds_until_ms: int = 0,
+    ) -> None:
+        """`restored` is the record a previous coordinator saved: its members are expected back
+        and must rejoin (a round starts at `now_ms`). `persistent`: someone saves `unsaved()` and
+        reports `saved()`; no member can fetch a generation before its record is saved, so a
+        restart never forgets a generation a member holds. The group never waits for the save.
+        `hold_rounds_until_ms` delays the first round (group.initial.rebalance.delay.ms)."""
+        self.group_id = group_id
+        self.state = GroupState.EMPTY
+        self.generation = restored.generation if restored is not None else 0
+        self.protocol = restored.protocol if restored is not None else ""
+        self.members: dict[str, Member] = {}
+        self._assigner = assigner
+        self._observer = observer
+        self._static: dict[str, str] = {}  # group.instance.id -> current member id
+        self._new_member_id = new_member_id or (lambda inst: f"{inst or 'member'}-{uuid.uuid4()}")
+        self._rebalance_deadline_ms = 0
+        self._next_rebalance_at_ms: int | None = None
+        self._round_started_ms = 0
+        self._undelivered: set[str] = set()  # members of the last round yet to fetch their assignment
+        # Generations up to this one are saved and may be delivered (None: nothing to save to).
+        self._durable_generation: int | None = self.generation if persistent else None
+        self._changes = 0  # counts record changes; the saver reports the count it saved
+        self._saved_changes = 0
+        self._hold_until_ms = hold_rounds_until_ms
+        for r in restored.members if restored is not None else ():
+            self.members[r.member_id] = Member.restore(r, now_ms)
+            if r.instance_id is not None:
+                self._static[r.instance_id] = r.member_id
+        if self.members:
+            self._prepare_rebalance(now_ms, f"coordinator restarted with {len(self.members)} known members")
+
+    def record(self) -> GroupRecord:
+        """What a restarted coordinator needs to recognise the current members."""
+        return GroupRecord(self.generation, self.protocol, tuple(m.record(m.assignment) for m in self.members.values()))
+
+    # ---- transitions -------------------------------------------------------------------------
+    def _transition(self, to: GroupState) -> None:
+        if to not in _VALID_TRANSITIONS[self.state]:
+            raise AssertionError(f"invalid group transition {self.state.value} -> {to.value}")
+        self.state = to
+
+    def _prepare_rebalance(self, now_ms: int, reason: str) -> None:
+        if self.state is GroupState.PREPARING_REBALANCE:
+            return
+        log.info("group %s: preparing rebalance after generation %d: %s", self.group_id, self.generation, reason)
+        self._transition(GroupState.PREPARING_REBALANCE)
+        self._round_started_ms = now_ms
+        self._next_rebalance_at_ms = None
+        self._undelivered.clear()  # a round superseded before everyone fetched it is not measured
+        for m in self.members.values():
+            m.joined = False
+        timeout = max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+        self._rebalance_deadline_ms = now_ms + timeout
+
+    def _maybe_complete_round(self, now_ms: int) -> None:
+        if self.state is not GroupState.PREPARING_REBALANCE:
+            return
+        if not self.members:
+            self._transition(GroupState.EMPTY)
+            log.info("group %s: empty at generation %d", self.group_id, self.generation)
+            return
+        if not all(m.joined for m in self.members.values()) or now_ms < self._hold_until_ms:
+            return
+        generation = self.generation + 1
+        failed = False
+        try:
+            outcome = self._assigner(dict(self.members), generation, now_ms)
+        except Exception as e:  # a bug in the assignor must not wedge the group silently
+            log.exception("group %s: assignor failed for generation %d", self.group_id, generation)
+            outcome = RoundOutcome(
+                {mid: MemberAssignment(generation, "", b"", 3, f"assignor failed: {e}") for mid in self.members},
+                self.protocol,
+                next_rebalance_at_ms=None,
+            )
+            failed = True
+        self.generation = generation
+        if failed and self._observer:
+            self._observer.rebalance_failed(generation, now_ms)
+        self.protocol = outcome.protocol
+        for mid, m in self.members.items():
+            m.assignment = outcome.assignments[mid]
+            m.joined = False
+        self._undelivered = set(self.members)
+        self._next_rebalance_at_ms = outcome.next_rebalance_at_ms
+        self._transition(GroupState.STABLE)
+        self._record_changed()
+        log.info(
+            "group %s: generation %d formed with %d members (%s)",
+            self.group_id, self.generation, len(self.members), self.protocol,
+        )
+
+    def _record_changed(self) -> None:
+        """A new generation, or membership changed without a round (a static member's new id, a
+        member gone). Until it is saved, a restart merely forgets the new id (that member rejoins
+        as a new one) or waits for the gone member's session to expire."""
+        if self._durable_generation is not None:
+            self._changes += 1
+
+    # ---- persistence (the saver runs off the group lock) -------------------------------------
+    def unsaved(self) -> tuple[int, GroupRecord] | None:
+        """The record to save and its change count, or None when the saved record is current."""
+        if self._changes == self._saved_changes:
+            return None
+        return self._changes, self.record()
+
+    def saved(self, changes: int, generation: int) -> None:
+        """The record of `unsaved()` (at `changes`, of `generation`) is durable: deliver up to it."""
+        assert self._durable_generation is not None, "saved() on a group without a store"
+        self._saved_changes = max(self._saved_changes, changes)
+        self._durable_generation = max(self._durable_generation, generation)
+
+    @property
+    def saving(self) -> bool:
+        """The current generation is formed but not yet saved: its syncs answer "not ready"."""
+        return self._durable_generation is not None and self._durable_generation < self.generation
+
+    def _forget(self, member_id: str, reason: str) -> None:
+        m = self.members.pop(member_id)
+        if m.instance_id is not None and self._static.get(m.instance_id) == member_id:
+            del self._static[m.instance_id]
+        self._undelivered.discard(member_id)
+        log.info("group %s: member %s removed: %s", self.group_id, member_id, reason)
+        self._record_changed()
+
+    def _remove(self, member_id: str, now_ms: int, reason: str) -> None:
+        self._forget(member_id, reason)
+        if not self.members:
+            if self.state is not GroupState.EMPTY:
+                self._transition(GroupState.EMPTY)
+            return
+        self._prepare_rebalance(now_ms, f"member {member_id} left ({reason})")
+        self._maybe_complete_round(now_ms)
+
+    # ---- lookups -----------------------------------------------------------------------------
+    def _member(self, member_id: str, instance_id: str | None) -> Member:
+        if instance_id is not None:
+            current = self._static.get(instance_id)
+            if current is not None and current != member_id:
+                raise GroupErrorException(
+                    GroupError.FENCED_INSTANCE_ID,
+                    f"group.instance.id {instance_id!r} now belongs to member {current}, not {member_id}",
+                )
+        m = self.members.get(member_id)
+        if m is None:
+            raise GroupErrorException(GroupError.UNKNOWN_MEMBER_ID, f"member {member_id!r} is not in the group")
+        return m
+
+    # ---- member calls ------------------------------------------------------------------------
+    def join(
+        self,
+        *,
+        member_id: str,
+        instance_id: str | None,
+        protocol: str,
+        subscription: Any,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        now_ms: int,
+        capacity: int = 1,
+        generation: int = -1,
+        revoked_all: bool = False,
+    ) -> str:
+        """Admit or re-admit a member; returns its member id. A known member rejoining (e.g. after
+        revoking moved tasks) starts a new round; a static member coming back does not. A known
+        member that says it holds an assignment of another generation than its last (or than the
+        last it fetched) is refused."""
+        if member_id:
+            m = self._member(member_id, instance_id)
+            current = m.assignment.generation if m.assignment is not None else -1
+            if generation not in (-1, current, m.fetched_generation):
+                raise GroupErrorException(
+                    GroupError.ILLEGAL_GENERATION,
+                    f"generation {generation} is stale: member {member_id}'s last assignment is of"
+                    f" generation {current}",
+                )
+            m.subscription, m.protocol, m.last_seen_ms = subscription, protocol, now_ms
+            m.session_timeout_ms, m.rebalance_timeout_ms = session_timeout_ms, rebalance_timeout_ms
+            m.capacity, m.revoked_all = capacity, revoked_all
+            if self.state is GroupState.STABLE:
+                self._prepare_rebalance(now_ms, f"member {member_id} rejoined")
+            m.joined = True
+            self._maybe_complete_round(now_ms)
+            return member_id
+
+        new_id = self._new_member_id(instance_id)
+        new = Member(
+            new_id, instance_id, protocol, subscription, session_timeout_ms, rebalance_timeout_ms, now_ms,
+            capacity=capacity, revoked_all=revoked_all,
+        )
+        old_id = self._static.get(instance_id) if instance_id is not None else None
+        if old_id is not None:
+            # KIP-345: the instance came back within the session timeout; it replaces (and fences)
+            # its old member id and keeps its assignment, so the group need not rebalance.
+            old = self.members.pop(old_id)
+            new.assignment, new.joined, new.fetched_generation = old.assignment, old.joined, old.fetched_generation
+            if old_id in self._undelivered:
+                self._undelivered.discard(old_id)
+                self._undelivered.add(new_id)
+            self.members[new_id] = new
+            self._static[instance_id] = new_id  # type: ignore[index]
+            log.info(
+                "group %s: static member %s rejoined as %s, keeping generation %d's assignment",
+                self.group_id, instance_id, new_id, self.generation,
+            )
+            self._record_changed()
+            if self.state is GroupState.PREPARING_REBALANCE:
+                new.joined = True
+                self._maybe_complete_round(now_ms)
+            return new_id
+
+        self.members[new_id] = new
+        if instance_id is not None:
+            self._static[instance_id] = new_id
+        if self.state is GroupState.EMPTY:
+            self._transition(GroupState.PREPARING_REBALANCE)
+            self._round_started_ms = now_ms
+            self._rebalance_deadline_ms = now_ms + rebalance_timeout_ms
+        else:
+            self._prepare_rebalance(now_ms, f"new member {new_id} joined")
+            self._rebalance_deadline_ms = max(self._rebalance_deadline_ms, now_ms + rebalance_timeout_ms)
+        new.joined = True
+        self._maybe_complete_round(now_ms)
+        return new_id
+
+    def sync(self, *, member_id: str, instance_id: str | None, known_generation: int, now_ms: int) -> MemberAssignment | None:
+        """The member's assignment if it is newer than `known_generation`; None while the round it
+        joined is still collecting members. Refuses a member that has to rejoin first."""
+        m = self._member(member_id, instance_id)
+        m.last_seen_ms = now_ms
+        if m.assignment is not None and m.assignment.generation > known_generation and not m.assignment.restored:
+            if self._durable_generation is not None and m.assignment.generation > self._durable_generation:
+                return None  # formed, not saved yet: a restart could forget it
+            m.fetched_generation = m.assignment.generation
+            self._delivered(member_id, now_ms)
+            return m.assignment
+        if self.state is GroupState.PREPARING_REBALANCE:
+            if m.joined:
+                return None
+            raise GroupErrorException(GroupError.REBALANCE_IN_PROGRESS, "a rebalance is in progress; rejoin")
+        assert m.assignment is not None
+        return m.assignment
+
+    def _delivered(self, member_id: str, now_ms: int) -> None:
+        if member_id in self._undelivered:
+            self._undelivered.discard(member_id)
+            if not self._undelivered and self._observer:
+                self._observer.rebalance_completed(self.generation, now_ms - self._round_started_ms, now_ms)
+
+    def heartbeat(self, *, member_id: str, instance_id: str | None, generation: int, now_ms: int) -> None:
+        """Keeps the session alive; tells the member to rejoin or that its generation is stale."""
+        m = self._member(member_id, instance_id)
+        m.last_seen_ms = now_ms
+        self.check_generation(member_id=member_id, instance_id=instance_id, generation=generation)
+        if self.state is GroupState.PREPARING_REBALANCE:
+            raise GroupErrorException(GroupError.REBALANCE_IN_PROGRESS, "a rebalance is in progress; rejoin")
+
+    def check_generation(self, *, member_id: str, instance_id: str | None, generation: int) -> None:
+        """The fencing rule: a call carrying anything but the member's current generation is refused."""
+        m = self._member(member_id, instance_id)
+        current = m.assignment.generation if m.assignment is not None else -1
+        if generation != self.generation or generation != current:
+            raise GroupErrorException(
+                GroupError.ILLEGAL_GENERATION,
+                f"generation {generation} is stale: the group is at generation {self.generation}",
+            )
+
+    def leave(self, *, member_id: str, instance_id: str | None, now_ms: int) -> None:
+        self._member(member_id, instance_id)
+        self._remove(member_id, now_ms, "left the group")
+
+    # ---- time --------------------------------------------------------------------------------
+    def tick(self, now_ms: int) -> None:
+        """Expire sessions, end a round whose rebalance timeout passed, start scheduled rounds."""
+        for mid, m in list(self.members.items()):
+            if now_ms - m.last_seen_ms > m.session_timeout_ms and mid in self.members:
+                self._remove(mid, now_ms, f"session timeout ({m.session_timeout_ms} ms) expired")
+        if self.state is GroupState.PREPARING_REBALANCE and now_ms >= self._hold_until_ms:
+            self._maybe_complete_round(now_ms)
+        if self.state is GroupState.PREPARING_REBALANCE and now_ms >= max(self._rebalance_deadline_ms, self._hold_until_ms):
+            late = [mid for mid, m in self.members.items() if not m.joined]
+            for mid in late:
+                self._forget(mid, "did not rejoin within the rebalance timeout")
+            if late and self._observer:
+                self._observer.rebalance_failed(self.generation + 1, now_ms)
+            self._maybe_complete_round(now_ms)
+        if (
+            self.state is GroupState.STABLE
+            and self._next_rebalance_at_ms is not None
+            and now_ms >= self._next_rebalance_at_ms
+        ):
+            self._prepare_rebalance(now_ms, "scheduled (follow-up or probing) rebalance")
+
+    @property
+    def pending_deliveries(self) -> int:
+        """Members of the last round that have not fetched their assignment yet."""
+        return len(self._undelivered)
+
+    def request_rebalance(self, now_ms: int, reason: str) -> None:
+        """Start a round now, e.g. when the set of tasks changed."""
+        if self.state is GroupState.STABLE:
+            self._prepare_rebalance(now_ms, reason)

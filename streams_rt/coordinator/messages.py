@@ -1,0 +1,263 @@
+"""The coordinator's RPC messages: explicit JSON schemas, validated field by field on both sides.
+
+Every action body and result is one JSON object. Field types are checked, unknown fields are
+refused, and Kafka user data travels as base64 of its exact bytes. Nothing is unpickled."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import json
+import types
+import typing
+from typing import Any, ClassVar, TypeVar
+
+from streams_rt.coordinator.errors import GroupError, GroupErrorException
+
+M = TypeVar("M", bound="Message")
+
+PROTOCOLS = ("EAGER", "COOPERATIVE")
+
+
+class Message:
+    """Base of every request and response; subclasses are frozen dataclasses with an ACTION name."""
+
+    ACTION: ClassVar[str]
+
+    def to_bytes(self) -> bytes:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            out[f.name] = base64.b64encode(value).decode("ascii") if isinstance(value, bytes) else value
+        return json.dumps(out, separators=(",", ":")).encode("utf-8")
+
+    @classmethod
+    def from_bytes(cls: type[M], body: bytes) -> M:
+        """Parse and validate; raises GroupErrorException(INVALID_REQUEST) naming the bad field."""
+        try:
+            raw = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise _invalid(cls, f"body is not UTF-8 JSON: {e}") from None
+        if not isinstance(raw, dict):
+            raise _invalid(cls, "body must be a JSON object")
+        hints = typing.get_type_hints(cls)
+        fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        unknown = sorted(set(raw) - set(fields))
+        if unknown:
+            raise _invalid(cls, f"unknown fields {unknown}")
+        values: dict[str, Any] = {}
+        for name, f in fields.items():
+            if name not in raw:
+                if f.default is dataclasses.MISSING:
+                    raise _invalid(cls, f"missing field {name!r}")
+                continue
+            values[name] = _check(cls, name, hints[name], raw[name])
+        msg = cls(**values)
+        msg.validate()
+        return msg
+
+    def validate(self) -> None:
+        """Cross-field checks; overridden where a message has any."""
+
+
+def _invalid(cls: type, why: str) -> GroupErrorException:
+    return GroupErrorException(GroupError.INVALID_REQUEST, f"{cls.__name__}: {why}")
+
+
+def _check(cls: type, name: str, hint: Any, value: Any) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (types.UnionType, typing.Union):
+        args = typing.get_args(hint)
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _check(cls, name, inner, value)
+    if hint is bytes:
+        if not isinstance(value, str):
+            raise _invalid(cls, f"field {name!r} must be a base64 string")
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise _invalid(cls, f"field {name!r} is not valid base64") from None
+    if hint is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise _invalid(cls, f"field {name!r} must be an integer, got {type(value).__name__}")
+        return value
+    if hint in (str, bool):
+        if not isinstance(value, hint):
+            raise _invalid(cls, f"field {name!r} must be {hint.__name__}, got {type(value).__name__}")
+        return value
+    if origin is list:
+        (inner,) = typing.get_args(hint)
+        if not isinstance(value, list):
+            raise _invalid(cls, f"field {name!r} must be a list")
+        return [_check(cls, name, inner, v) for v in value]
+    if hint is dict or origin is dict:
+        if not isinstance(value, dict):
+            raise _invalid(cls, f"field {name!r} must be an object")
+        return value
+    raise TypeError(f"{cls.__name__}.{name}: unsupported schema type {hint!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Response(Message):
+    """Fields every response starts with: a GroupError name, why, and AssignorError when relevant."""
+
+    error: str = GroupError.NONE.value
+    message: str = ""
+    assignor_error: int = 0
+
+    def validate(self) -> None:
+        GroupError(self.error)
+
+    def raise_for_error(self) -> None:
+        if self.error != GroupError.NONE.value:
+            raise GroupErrorException(GroupError(self.error), self.message, self.assignor_error)
+
+
+@dataclasses.dataclass(frozen=True)
+class JoinRequest(Message):
+    ACTION: ClassVar[str] = "join"
+    group_id: str
+    member_id: str  # "" on a first join: the coordinator assigns one
+    protocol: str  # EAGER or COOPERATIVE: what this member does with moved tasks
+    user_data: bytes  # SubscriptionInfo at the version the member chose
+    session_timeout_ms: int
+    rebalance_timeout_ms: int  # max.poll.interval.ms
+    group_instance_id: str | None = None
+    capacity: int = 1  # num.stream.threads: the member's share of tasks
+    generation: int = -1  # of the assignment the member holds (-1: none); a stale one is refused
+    # EAGER: the member revoked everything before joining. Its subscription still reports the tasks
+    # it held (so the assignor stays sticky), but they are history, not ownership claims.
+    revoked_all: bool = False
+
+    def validate(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise _invalid(type(self), f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
+        if self.session_timeout_ms <= 0 or self.rebalance_timeout_ms <= 0:
+            raise _invalid(type(self), "session_timeout_ms and rebalance_timeout_ms must be positive")
+        if self.capacity < 1:
+            raise _invalid(type(self), f"capacity must be at least 1, got {self.capacity}")
+        if self.group_instance_id == "":
+            raise _invalid(type(self), "group_instance_id must be non-empty when given")
+
+
+@dataclasses.dataclass(frozen=True)
+class JoinResponse(Response):
+    member_id: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class SyncRequest(Message):
+    """Waits (up to wait_ms) for the member's assignment of a generation newer than `generation`."""
+
+    ACTION: ClassVar[str] = "sync"
+    group_id: str
+    member_id: str
+    generation: int  # the newest generation this member already holds an assignment for (-1: none)
+    wait_ms: int = 500
+    group_instance_id: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SyncResponse(Response):
+    ready: bool = False  # False: the round is still collecting members, ask again
+    generation: int = -1
+    protocol: str = "COOPERATIVE"  # the protocol this round was run with
+    user_data: bytes = b""  # AssignmentInfo at a version this member can read
+
+
+@dataclasses.dataclass(frozen=True)
+class HeartbeatRequest(Message):
+    """Keeps the session; the answer says whether to rejoin. With wait_ms > 0 the coordinator holds
+    the call until a rebalance starts or wait_ms passes, so members learn of a round at once."""
+
+    ACTION: ClassVar[str] = "heartbeat"
+    group_id: str
+    member_id: str
+    generation: int
+    group_instance_id: str | None = None
+    wait_ms: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class HeartbeatResponse(Response):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaveRequest(Message):
+    ACTION: ClassVar[str] = "leave"
+    group_id: str
+    member_id: str
+    group_instance_id: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaveResponse(Response):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class DescribeRequest(Message):
+    ACTION: ClassVar[str] = "describe"
+    group_id: str
+
+
+@dataclasses.dataclass(frozen=True)
+class DescribeResponse(Response):
+    state: str = ""
+    generation: int = -1
+    protocol: str = ""
+    pending_deliveries: int = 0  # members yet to fetch the current generation's assignment
+    saving: bool = False  # the current generation is formed but not saved yet: nobody can fetch it
+    protocol_policy: dict = dataclasses.field(default_factory=dict)  # upgrade_from, override, version cap
+    # member_id -> {"instance_id", "generation", "active": [task ids], "standby": [...], "revoke": [...]}
+    members: dict = dataclasses.field(default_factory=dict)
+    metrics: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class SetProtocolRequest(Message):
+    """Operator toggle (KIP-125): run the group EAGER or COOPERATIVE from the next round; "" hands
+    the choice back to upgrade.from and the members. Triggers a rebalance."""
+
+    ACTION: ClassVar[str] = "set_protocol"
+    group_id: str
+    protocol: str
+
+    def validate(self) -> None:
+        if self.protocol not in (*PROTOCOLS, ""):
+            raise _invalid(type(self), f"protocol must be one of {PROTOCOLS} or empty, got {self.protocol!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class SetProtocolResponse(Response):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class RequestShutdownRequest(Message):
+    """Operator call (KIP-725's requestShutdown): the next round, which starts now, tells every
+    member SHUTDOWN_REQUESTED; each revokes its tasks, leaves and tells its host."""
+
+    ACTION: ClassVar[str] = "request_shutdown"
+    group_id: str
+    reason: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class RequestShutdownResponse(Response):
+    pass
+
+
+REQUESTS: dict[str, tuple[type[Message], type[Response]]] = {
+    JoinRequest.ACTION: (JoinRequest, JoinResponse),
+    SyncRequest.ACTION: (SyncRequest, SyncResponse),
+    HeartbeatRequest.ACTION: (HeartbeatRequest, HeartbeatResponse),
+    LeaveRequest.ACTION: (LeaveRequest, LeaveResponse),
+    DescribeRequest.ACTION: (DescribeRequest, DescribeResponse),
+    SetProtocolRequest.ACTION: (SetProtocolRequest, SetProtocolResponse),
+    RequestShutdownRequest.ACTION: (RequestShutdownRequest, RequestShutdownResponse),
+}

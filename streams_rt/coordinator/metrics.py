@@ -1,0 +1,99 @@
+"""Rebalance metrics with KIP-429's names, fed by the group state machine (coordinator side) and
+by the member's listener calls (member side)."""
+
+from __future__ import annotations
+
+import collections
+import threading
+from dataclasses import dataclass
+
+HOUR_MS = 3_600_000
+
+
+@dataclass
+class Sensor:
+    """count / total / max / avg of one measured quantity."""
+
+    count: int = 0
+    total: float = 0.0
+    max: float = 0.0
+
+    def record(self, value: float) -> None:
+        self.count += 1
+        self.total += value
+        self.max = max(self.max, value)
+
+    @property
+    def avg(self) -> float:
+        return self.total / self.count if self.count else 0.0
+
+
+class HourlyRate:
+    """Events in the trailing hour (Kafka reports this as `...-rate-per-hour`)."""
+
+    def __init__(self) -> None:
+        self._events: collections.deque[int] = collections.deque()
+        self.total = 0
+
+    def record(self, now_ms: int) -> None:
+        self._events.append(now_ms)
+        self.total += 1
+
+    def per_hour(self, now_ms: int) -> int:
+        while self._events and self._events[0] <= now_ms - HOUR_MS:
+            self._events.popleft()
+        return len(self._events)
+
+
+class RebalanceMetrics:
+    """The coordinator's GroupObserver: a round's latency runs from the first join that started it
+    to the delivery of the last member's assignment."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.latency = Sensor()
+        self.rebalances = HourlyRate()
+        self.failed = HourlyRate()
+        self.last_rebalance_ms: int | None = None
+        self.last_generation = -1
+
+    def rebalance_completed(self, generation: int, latency_ms: int, now_ms: int) -> None:
+        with self._lock:
+            self.latency.record(latency_ms)
+            self.rebalances.record(now_ms)
+            self.last_rebalance_ms = now_ms
+            self.last_generation = generation
+
+    def rebalance_failed(self, generation: int, now_ms: int) -> None:
+        with self._lock:
+            self.failed.record(now_ms)
+
+    def snapshot(self, now_ms: int) -> dict[str, float]:
+        with self._lock:
+            ago = -1.0 if self.last_rebalance_ms is None else (now_ms - self.last_rebalance_ms) / 1000
+            return {
+                "rebalance-latency-avg": self.latency.avg,
+                "rebalance-latency-max": self.latency.max,
+                "rebalance-latency-total": self.latency.total,
+                "rebalance-total": self.rebalances.total,
+                "rebalance-rate-per-hour": self.rebalances.per_hour(now_ms),
+                "failed-rebalance-total": self.failed.total,
+                "failed-rebalance-rate-per-hour": self.failed.per_hour(now_ms),
+                "last-rebalance-seconds-ago": ago,
+            }
+
+
+class ListenerMetrics:
+    """Member side: latency of the revoked / assigned / lost callbacks (ms)."""
+
+    NAMES = ("revoked", "assigned", "lost")
+
+    def __init__(self) -> None:
+        self.sensors = {name: Sensor() for name in self.NAMES}
+
+    def snapshot(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for name, s in self.sensors.items():
+            out[f"partitions-{name}-latency-avg"] = s.avg
+            out[f"partitions-{name}-latency-max"] = s.max
+        return out

@@ -1,0 +1,201 @@
+"""Wires one coordinator together: the pure group, the round assigner, metrics and the Flight server.
+This is what the driver starts; the generation and the assignment are queryable from here."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from streams_rt.assignment import AssignmentConfigs, RebalanceProtocol
+from streams_rt.coordinator.errors import GroupError, GroupErrorException
+from streams_rt.coordinator.group import Group, RoundAssigner
+from streams_rt.coordinator.group_record import GroupRecord
+from streams_rt.coordinator.metrics import RebalanceMetrics
+from streams_rt.coordinator.protocol_policy import ProtocolPolicy, assignor_protocol
+from streams_rt.coordinator.server import CoordinatorServer, monotonic_ms
+from streams_rt.coordinator.state_store import CoordinatorSnapshot, StateStore
+from streams_rt.coordinator.streams_round import StreamsRoundPlanner
+from streams_rt.coordinator.user_data import UserDataCodec
+from streams_rt.protocol import TaskId
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CoordinatorConfig:
+    """application.id names the group; the coordinator binds loopback unless told otherwise."""
+
+    application_id: str
+    bind_host: str = "127.0.0.1"  # coordinator.host
+    port: int = 0  # coordinator.port; 0 picks a free port
+    tick_interval_ms: int = 50
+    # group.initial.rebalance.delay.ms, applied to the first round after a restart (see Group). The
+    # restored members already hold the round open until they rejoin, so 0 is safe.
+    initial_rebalance_delay_ms: int = 0
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, object]) -> CoordinatorConfig:
+        return cls(
+            application_id=str(props["application.id"]),
+            bind_host=str(props.get("coordinator.host", "127.0.0.1")),
+            port=int(props.get("coordinator.port", 0)),  # type: ignore[arg-type]
+            initial_rebalance_delay_ms=int(props.get("group.initial.rebalance.delay.ms", 0)),  # type: ignore[arg-type]
+        )
+
+
+class RoundPlanner(RoundAssigner, Protocol):
+    """A round assigner that can also read (and refuse) a member's subscription at join time."""
+
+    def decode_subscription(self, data: bytes) -> Any: ...
+
+
+class Coordinator:
+    def __init__(
+        self,
+        config: CoordinatorConfig,
+        planner: RoundPlanner,
+        *,
+        store: StateStore | None = None,
+        clock: Callable[[], int] = monotonic_ms,
+    ) -> None:
+        """`store` keeps the generation and the members across a driver restart; `clock` is the
+        monotonic milliseconds every rule runs on (tests may move it forward)."""
+        self.config = config
+        self.metrics = RebalanceMetrics()
+        self._clock = clock
+        self._store = store
+        self._planner = planner
+        snapshot = store.load() if store is not None else None
+        if snapshot is not None and snapshot.application_id != config.application_id:
+            raise ValueError(
+                f"the state store holds application {snapshot.application_id!r}, not {config.application_id!r}"
+            )
+        now = clock()
+        if snapshot is not None:
+            log.info(
+                "coordinator for %s restored at generation %d with %d members; first round not before %d ms",
+                config.application_id, snapshot.generation, len(snapshot.members), config.initial_rebalance_delay_ms,
+            )
+        self.group = Group(
+            config.application_id,
+            planner,
+            restored=snapshot.group if snapshot is not None else None,
+            now_ms=now,
+            observer=self.metrics,
+            persistent=store is not None,
+            hold_rounds_until_ms=now + config.initial_rebalance_delay_ms if snapshot is not None else 0,
+        )
+        self._server = CoordinatorServer(
+            self.group,
+            decode_subscription=planner.decode_subscription,
+            describe=self.describe,
+            set_protocol=lambda name: self.set_protocol(name or None, "operator set_protocol action"),
+            request_shutdown=self.request_shutdown,
+            save=self._save if store is not None else None,
+            host=config.bind_host,
+            port=config.port,
+            tick_interval_ms=config.tick_interval_ms,
+            clock=clock,
+        )
+        self._serve = threading.Thread(target=self._server.serve, name="coordinator-flight", daemon=True)
+        self._serve.start()
+        log.info("coordinator for %s listening on %s", config.application_id, self.address)
+
+    @property
+    def address(self) -> str:
+        return self._server.address
+
+    @property
+    def generation(self) -> int:
+        with self._server.lock:
+            return self.group.generation
+
+    def describe(self) -> dict[str, Any]:
+        """The group's state, generation and every member's current assignment, plus metrics."""
+        with self._server.lock:
+            members = {
+                mid: {
+                    "instance_id": m.instance_id,
+                    "protocol": m.protocol,
+                    "capacity": m.capacity,
+                    "generation": m.assignment.generation if m.assignment else -1,
+                    **(dict(m.assignment.tasks) if m.assignment else {}),
+                }
+                for mid, m in self.group.members.items()
+            }
+            policy = getattr(self._planner, "policy", None)
+            return {
+                "state": self.group.state.value,
+                "generation": self.group.generation,
+                "protocol": self.group.protocol,
+                "pending_deliveries": self.group.pending_deliveries,
+                "saving": self.group.saving,
+                "protocol_policy": policy.describe() if isinstance(policy, ProtocolPolicy) else {},
+                "members": members,
+                "metrics": self.metrics.snapshot(self._clock()),
+            }
+
+    def _save(self, record: GroupRecord) -> None:
+        assert self._store is not None
+        self._store.save(CoordinatorSnapshot.of(self.config.application_id, record))
+
+    def request_rebalance(self, reason: str) -> None:
+        """Start a round now (an operator action, or the set of tasks changed)."""
+        with self._server.lock:
+            self.group.request_rebalance(self._clock(), reason)
+            self._server.lock.notify_all()
+
+    def set_protocol(self, protocol: RebalanceProtocol | str | None, reason: str = "operator toggle") -> None:
+        """KIP-125's dynamic toggle: run the group EAGER or COOPERATIVE (None: automatic) from a
+        round that starts now. Members told EAGER revoke everything before their next join."""
+        policy = getattr(self._planner, "policy", None)
+        if not isinstance(policy, ProtocolPolicy):
+            raise GroupErrorException(GroupError.INVALID_REQUEST, "this coordinator's planner has no protocol toggle")
+        with self._server.lock:
+            policy.set_override(assignor_protocol(protocol) if protocol is not None else None)
+            self.group.request_rebalance(self._clock(), f"{reason}: protocol {protocol or 'automatic'}")
+            self._server.lock.notify_all()
+
+    def request_shutdown(self, reason: str = "operator request") -> None:
+        """KIP-725: shut the whole application down. A round starts now and tells every member
+        SHUTDOWN_REQUESTED (so does every later round); each member revokes, leaves and stops."""
+        request = getattr(self._planner, "request_shutdown", None)
+        if request is None:
+            raise GroupErrorException(GroupError.INVALID_REQUEST, "this coordinator's planner cannot request a shutdown")
+        log.warning("application %s: shutdown requested: %s", self.config.application_id, reason)
+        with self._server.lock:
+            request()
+            self.group.request_rebalance(self._clock(), f"application shutdown requested: {reason}")
+            self._server.lock.notify_all()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._serve.join(5)
+
+
+def start_coordinator(
+    props: Mapping[str, object],
+    tasks: Collection[TaskId],
+    *,
+    source_topics: Mapping[int, Sequence[str]] | None = None,
+    changelog_end_offsets: Callable[[], Mapping[TaskId, int]] = dict,
+    store: StateStore | None = None,
+    codec: UserDataCodec | None = None,
+) -> Coordinator:
+    """A Streams coordinator from Kafka-style properties: application.id, coordinator.host/port,
+    group.initial.rebalance.delay.ms, scheduled.rebalance.max.delay.ms, upgrade.from and the
+    assignor's settings. `codec` fixes the latest user data version (default: ours, 11)."""
+    upgrade_from = props.get("upgrade.from")
+    planner = StreamsRoundPlanner(
+        tasks,
+        configs=AssignmentConfigs.from_properties(props),
+        changelog_end_offsets=changelog_end_offsets,
+        scheduled_rebalance_max_delay_ms=int(props.get("scheduled.rebalance.max.delay.ms", 0)),  # type: ignore[arg-type]
+        source_topics=source_topics,
+        codec=codec,
+        policy=ProtocolPolicy(str(upgrade_from) if upgrade_from else None),
+    )
+    return Coordinator(CoordinatorConfig.from_properties(props), planner, store=store)

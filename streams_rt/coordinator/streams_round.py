@@ -1,0 +1,295 @@
+"""One Kafka Streams rebalance round as the group leader runs it: decode every subscription, choose
+the protocol and the assignment version, run the HA sticky assignor, check the hand-off is safe,
+and encode each member's AssignmentInfo at a version it can read."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from streams_rt.assignment import AssignmentConfigs, ClientAssignment, ClientState, RebalanceProtocol, assign
+from streams_rt.coordinator.assignment_content import SourceTopics, build_contents
+from streams_rt.coordinator.departures import DepartureTracker
+from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
+from streams_rt.coordinator.protocol_policy import ProtocolPolicy
+from streams_rt.coordinator.server import SubscriptionRejected
+from streams_rt.coordinator.user_data import (
+    AssignmentContent,
+    DecodedSubscription,
+    StreamsUserDataCodec,
+    UserDataCodec,
+)
+from streams_rt.protocol import NO_NEXT_REBALANCE, AssignorError, HostInfo, TaskId
+from streams_rt.protocol.errors import MalformedUserData
+
+log = logging.getLogger(__name__)
+
+
+def epoch_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class RoundVersions:
+    """Kafka's rule: answer at the lowest version anyone used; advertise the lowest latest version.
+    Both are capped at the coordinator's latest version and at upgrade.from's metadata version."""
+
+    used: int  # AssignmentInfo version sent to every member
+    commonly_supported: int
+    probing: bool  # someone subscribed above our latest version
+
+    @classmethod
+    def of(cls, subscriptions: Collection[DecodedSubscription], latest: int, cap: int | None = None) -> RoundVersions:
+        cap = latest if cap is None else min(cap, latest)
+        used = min(min(s.version, cap) for s in subscriptions)
+        # v1-2 subscriptions do not carry a latest supported version: it is the used one.
+        common = min(
+            min(s.latest_supported_version if s.latest_supported_version > 0 else s.version, cap)
+            for s in subscriptions
+        )
+        probing = any(s.version > latest for s in subscriptions)
+        return cls(used, common, probing)
+
+
+def _endpoint(text: str | None) -> HostInfo | None:
+    if not text:
+        return None
+    host, _, port = text.rpartition(":")
+    try:
+        return HostInfo(host, int(port))
+    except ValueError:
+        return None
+
+
+def _summary(a: ClientAssignment) -> dict[str, list[str]]:
+    return {
+        "active": [str(t) for t in sorted(a.active)],
+        "standby": [str(t) for t in sorted(a.standby)],
+        "warmup": [str(t) for t in sorted(a.warmup)],
+        "revoke": [str(t) for t in sorted(a.revoke)],
+    }
+
+
+def enforce_handoff(
+    planned: Mapping[str, ClientAssignment], claims: Mapping[str, frozenset[TaskId]]
+) -> tuple[dict[str, ClientAssignment], bool]:
+    """The fencing rule, checked here whatever the assignor did: a task still claimed by one member
+    is never given to another in the same round. The claimant is told to revoke it; a follow-up
+    round hands it over. Returns the safe assignment and whether a follow-up round is needed."""
+    owners: dict[TaskId, str] = {}
+    safe: dict[str, ClientAssignment] = {}
+    followup = False
+    for mid, a in planned.items():
+        for t in a.active:
+            if t in owners:
+                raise AssertionError(f"task {t} assigned active to both {owners[t]} and {mid}")
+            owners[t] = mid
+    claimants: dict[TaskId, list[str]] = {}
+    for mid, owned in claims.items():
+        for t in owned:
+            claimants.setdefault(t, []).append(mid)
+    withheld: dict[str, set[TaskId]] = {}
+    for mid, a in planned.items():
+        keep = set(a.active)
+        for t in a.active:
+            holders = [other for other in claimants.get(t, ()) if other != mid]
+            if holders:
+                keep.discard(t)
+                for h in holders:
+                    withheld.setdefault(h, set()).add(t)
+                log.warning("task %s withheld from %s: still owned by %s until they revoke it", t, mid, holders)
+                followup = True
+        safe[mid] = ClientAssignment(frozenset(keep), a.standby, a.warmup, a.revoke)
+    for mid, tasks in withheld.items():
+        a = safe[mid]
+        safe[mid] = ClientAssignment(a.active - tasks, a.standby, a.warmup, a.revoke | tasks)
+    return safe, followup
+
+
+class StreamsRoundPlanner:
+    """The RoundPlanner of a Kafka Streams application: the tasks come from its topology."""
+
+    def __init__(
+        self,
+        tasks: Collection[TaskId],
+        *,
+        configs: AssignmentConfigs = AssignmentConfigs(),
+        changelog_end_offsets: Callable[[], Mapping[TaskId, int]] = dict,
+        scheduled_rebalance_max_delay_ms: int = 0,
+        source_topics: Mapping[int, Sequence[str]] | None = None,
+        codec: UserDataCodec | None = None,
+        policy: ProtocolPolicy | None = None,
+        wall_clock_ms: Callable[[], int] = epoch_ms,
+    ) -> None:
+        """`changelog_end_offsets` gives the end-offset sum of each stateful task's changelogs;
+        tasks it leaves out are stateless. `scheduled_rebalance_max_delay_ms` (0: off) lets tasks of
+        a departed client without a caught-up standby wait for it to return. `source_topics` maps a
+        subtopology to its input topics (for the partitions in AssignmentInfo). `codec` fixes the
+        latest version this coordinator reads and writes (default: streams_rt.protocol's latest).
+        `wall_clock_ms` converts the scheduled next rebalance to Kafka's epoch milliseconds."""
+        self.tasks = frozenset(tasks)
+        self.configs = configs
+        self.codec: UserDataCodec = codec or StreamsUserDataCodec()
+        self.policy = policy or ProtocolPolicy()
+        self.topics = SourceTopics(source_topics)
+        self._end_offsets = changelog_end_offsets
+        self._departures = DepartureTracker(scheduled_rebalance_max_delay_ms)
+        self._wall_clock_ms = wall_clock_ms
+        self.shutdown_requested = False
+
+    def request_shutdown(self) -> None:
+        """From now on every round gives every member no tasks and SHUTDOWN_REQUESTED (KIP-725)."""
+        self.shutdown_requested = True
+
+    @property
+    def latest_supported_version(self) -> int:
+        return self.codec.latest_supported_version
+
+    def decode_subscription(self, data: bytes) -> DecodedSubscription:
+        try:
+            return self.codec.decode_subscription(data)
+        except MalformedUserData as e:
+            raise SubscriptionRejected(str(e), int(AssignorError.ASSIGNMENT_ERROR)) from None
+
+    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
+        subs: dict[str, DecodedSubscription] = {mid: m.subscription for mid, m in members.items()}
+        latest = self.latest_supported_version
+        versions = RoundVersions.of(subs.values(), latest, self.policy.metadata_version_cap)
+        protocol = self.policy.choose(m.protocol for m in members.values())
+        if versions.used < latest:
+            log.info(
+                "generation %d: sending assignments at version %d (commonly supported %d, latest %d)",
+                generation, versions.used, versions.commonly_supported, latest,
+            )
+        if self.shutdown_requested:
+            return self._shutdown_round(members, generation, versions, protocol)
+        if versions.probing:
+            planned = self._probing_assignment(members)
+            next_at: int | None = now_ms  # everyone rejoins at the version it now knows to use
+            log.info(
+                "generation %d: version probing: a member subscribed above version %d; everyone keeps the"
+                " tasks it has, gets version %d (commonly supported %d) and rejoins",
+                generation, latest, versions.used, versions.commonly_supported,
+            )
+        else:
+            planned, next_at = self._assign(members, subs, protocol, now_ms)
+        # Ownership claims come from the subscriptions. An EAGER member revoked everything before
+        # joining: it reports its previous tasks (for stickiness) but claims nothing. An unreadable
+        # (future) subscription claims nothing either.
+        claims = {
+            mid: s.info.prev_tasks if s.info and not members[mid].revoked_all else frozenset()
+            for mid, s in subs.items()
+        }
+        safe, followup = enforce_handoff(planned, claims)
+        if followup or any(a.revoke for a in safe.values()):
+            next_at = now_ms
+        endpoints = {mid: _endpoint(s.info.user_endpoint) if s.info else None for mid, s in subs.items()}
+        contents = build_contents(safe, endpoints, self.topics, self._wire_time(next_at, now_ms))
+        assignments = {
+            mid: MemberAssignment(
+                generation=generation,
+                protocol=protocol.name,
+                user_data=self.codec.encode_assignment(versions.used, versions.commonly_supported, contents[mid]),
+                tasks=_summary(a),
+            )
+            for mid, a in safe.items()
+        }
+        return RoundOutcome(assignments, protocol.name, next_at)
+
+    def _shutdown_round(
+        self, members: Mapping[str, Member], generation: int, versions: RoundVersions, protocol: RebalanceProtocol
+    ) -> RoundOutcome:
+        content = AssignmentContent(error_code=AssignorError.SHUTDOWN_REQUESTED)
+        user_data = self.codec.encode_assignment(versions.used, versions.commonly_supported, content)
+        log.warning("generation %d: telling %d members that the application shuts down", generation, len(members))
+        return RoundOutcome(
+            {mid: MemberAssignment(generation, protocol.name, user_data, tasks=_summary(ClientAssignment()))
+             for mid in members},
+            protocol.name,
+        )
+
+    def _wire_time(self, at_ms: int | None, now_ms: int) -> int:
+        """Kafka's next_rebalance_ms: epoch ms, 0 for "rejoin now", Long.MAX_VALUE for none."""
+        if at_ms is None:
+            return NO_NEXT_REBALANCE
+        if at_ms <= now_ms:
+            return 0
+        return self._wall_clock_ms() + (at_ms - now_ms)
+
+    def _assign(
+        self,
+        members: Mapping[str, Member],
+        subs: Mapping[str, DecodedSubscription],
+        protocol: RebalanceProtocol,
+        now_ms: int,
+    ) -> tuple[dict[str, ClientAssignment], int | None]:
+        by_process: dict[uuid.UUID, str] = {}
+        clients: list[ClientState] = []
+        for mid, d in sorted(subs.items(), key=lambda kv: -_owned_generation(members[kv[0]])):
+            s = d.info
+            assert s is not None
+            if s.process_id in by_process:
+                log.warning(
+                    "member %s reuses process id %s of member %s; it gets no tasks this round",
+                    mid, s.process_id, by_process[s.process_id],
+                )
+                continue
+            by_process[s.process_id] = mid
+            gen = _owned_generation(members[mid])
+            clients.append(
+                ClientState(
+                    process_id=s.process_id,
+                    capacity=members[mid].capacity,
+                    endpoint=_endpoint(s.user_endpoint),
+                    tags=s.client_tags,
+                    owned_active={t: gen for t in s.prev_tasks if t in self.tasks},
+                    owned_standby=frozenset(t for t in s.standby_tasks if t in self.tasks),
+                    task_offset_sums={t: v for t, v in s.task_offset_sums.items() if t in self.tasks},
+                )
+            )
+        ends = self._end_offsets()
+        held = self._departures.held_tasks(
+            by_process, lambda t: self._caught_up_elsewhere(t, clients, ends), now_ms
+        )
+        result = assign(self.tasks - held, clients, ends, self.configs, protocol, now_ms)
+        self._departures.record_round({pid: a.active for pid, a in result.clients.items()})
+        planned = {mid: ClientAssignment() for mid in members}
+        for pid, a in result.clients.items():
+            planned[by_process[pid]] = a
+        next_at = now_ms if result.followup_rebalance else result.probing_rebalance_at_ms
+        deadline = self._departures.next_deadline_ms()
+        if deadline is not None:
+            next_at = deadline if next_at is None else min(next_at, deadline)
+        return planned, next_at
+
+    def _caught_up_elsewhere(self, task: TaskId, clients: Collection[ClientState], ends: Mapping[TaskId, int]) -> bool:
+        """KIP-441's caught-up rule: a stateless task runs anywhere; a stateful one needs a present
+        client whose state is within acceptable.recovery.lag of the changelog end."""
+        end = ends.get(task)
+        if end is None:
+            return True
+        for c in clients:
+            offset_sum = c.task_offset_sums.get(task)
+            if offset_sum is not None and offset_sum >= 0 and end - offset_sum <= self.configs.acceptable_recovery_lag:
+                return True
+        return False
+
+    @staticmethod
+    def _probing_assignment(members: Mapping[str, Member]) -> dict[str, ClientAssignment]:
+        """Everyone keeps what the coordinator last gave it, so nothing moves while versions settle."""
+        out: dict[str, ClientAssignment] = {}
+        for mid, m in members.items():
+            tasks = m.assignment.tasks if m.assignment else {}
+            out[mid] = ClientAssignment(
+                active=frozenset(TaskId.parse(t) for t in tasks.get("active", [])),
+                standby=frozenset(TaskId.parse(t) for t in tasks.get("standby", [])),
+            )
+        return out
+
+
+def _owned_generation(m: Member) -> int:
+    """The generation a member's ownership claims date from (KIP-341); -1 if it holds none."""
+    return m.assignment.generation if m.assignment is not None else -1

@@ -1,0 +1,90 @@
+"""The coordinator's view of Kafka Streams user data, behind a codec it is given.
+
+The codec decides the coordinator's latest supported version, so a test can run an "older" or a
+"future" coordinator (as Kafka's upgrade tests do with FutureStreamsPartitionAssignor) without the
+product code knowing any version above its own."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from streams_rt.protocol import (
+    LATEST_SUPPORTED_VERSION,
+    NO_NEXT_REBALANCE,
+    AssignmentInfo,
+    AssignorError,
+    FutureSubscriptionInfo,
+    HostInfo,
+    SubscriptionInfo,
+    TaskId,
+    TopicPartition,
+    decode_subscription,
+)
+
+Partitions = tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class DecodedSubscription:
+    """What a round needs of one subscription. `info` is None when the member used a version above
+    the coordinator's latest: only the two version fields are readable then (version probing)."""
+
+    version: int
+    latest_supported_version: int  # -1 for v1-2, which do not carry it
+    info: SubscriptionInfo | None
+
+
+@dataclass(frozen=True)
+class AssignmentContent:
+    """One member's AssignmentInfo fields, independent of the version they are encoded at."""
+
+    active_tasks: tuple[TaskId, ...] = ()
+    standby_tasks: Mapping[TaskId, Partitions] = field(default_factory=dict)
+    partitions_by_host: Mapping[HostInfo, Partitions] = field(default_factory=dict)
+    standby_partitions_by_host: Mapping[HostInfo, Partitions] = field(default_factory=dict)
+    error_code: AssignorError = AssignorError.NONE
+    next_rebalance_ms: int = NO_NEXT_REBALANCE
+
+
+class UserDataCodec(Protocol):
+    """Reads subscriptions and writes assignments up to `latest_supported_version`."""
+
+    latest_supported_version: int
+
+    def decode_subscription(self, data: bytes) -> DecodedSubscription: ...
+
+    def encode_assignment(self, version: int, commonly_supported: int, content: AssignmentContent) -> bytes: ...
+
+
+class StreamsUserDataCodec:
+    """Kafka Streams' byte formats (streams_rt.protocol), capped at `latest_supported_version`:
+    a coordinator built with a lower latest version treats newer subscriptions as unreadable, as an
+    older leader would."""
+
+    def __init__(self, latest_supported_version: int = LATEST_SUPPORTED_VERSION) -> None:
+        if not 1 <= latest_supported_version <= LATEST_SUPPORTED_VERSION:
+            raise ValueError(f"latest supported version must be in [1, {LATEST_SUPPORTED_VERSION}]")
+        self.latest_supported_version = latest_supported_version
+
+    def decode_subscription(self, data: bytes) -> DecodedSubscription:
+        """Raises streams_rt.protocol.MalformedUserData for bytes no version accepts."""
+        s = decode_subscription(data)
+        if isinstance(s, FutureSubscriptionInfo) or s.version > self.latest_supported_version:
+            return DecodedSubscription(s.version, s.latest_supported_version, None)
+        return DecodedSubscription(s.version, s.latest_supported_version, s)
+
+    def encode_assignment(self, version: int, commonly_supported: int, content: AssignmentContent) -> bytes:
+        if version > self.latest_supported_version:
+            raise ValueError(f"cannot write assignment version {version} (latest {self.latest_supported_version})")
+        return AssignmentInfo.for_version(
+            version,
+            commonly_supported_version=commonly_supported,
+            active_tasks=content.active_tasks,
+            standby_tasks=content.standby_tasks,
+            partitions_by_host=content.partitions_by_host,
+            standby_partitions_by_host=content.standby_partitions_by_host,
+            error_code=content.error_code,
+            next_rebalance_ms=content.next_rebalance_ms,
+        ).encode()

@@ -1,0 +1,38 @@
+"""Typed Arrow Flight client for the coordinator's actions: one connection per member."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import pyarrow.flight as flight
+
+from streams_rt.coordinator.messages import REQUESTS, Message, Response
+
+R = TypeVar("R", bound=Response)
+
+
+class CoordinatorUnavailable(Exception):
+    """The RPC itself failed (coordinator down or unreachable); retriable after a back-off."""
+
+
+class GroupClient:
+    def __init__(self, address: str, *, timeout_s: float = 10.0) -> None:
+        self.address = address
+        self._client = flight.FlightClient(address)
+        self._timeout_s = timeout_s
+
+    def call(self, request: Message, response_cls: type[R], *, extra_timeout_s: float = 0.0) -> R:
+        """Send one action and parse its schema'd response; errors stay in the response."""
+        expected = REQUESTS[request.ACTION][1]
+        assert response_cls is expected, f"{request.ACTION} answers {expected.__name__}"
+        options = flight.FlightCallOptions(timeout=self._timeout_s + extra_timeout_s)
+        try:
+            results = list(self._client.do_action(flight.Action(request.ACTION, request.to_bytes()), options))
+        except (flight.FlightError, OSError) as e:
+            raise CoordinatorUnavailable(f"{request.ACTION} to {self.address} failed: {e}") from e
+        if len(results) != 1:
+            raise CoordinatorUnavailable(f"{request.ACTION}: expected one result, got {len(results)}")
+        return response_cls.from_bytes(results[0].body.to_pybytes())
+
+    def close(self) -> None:
+        self._client.close()

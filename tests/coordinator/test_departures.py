@@ -1,0 +1,60 @@
+"""Deferred imbalance resolution (`scheduled.rebalance.max.delay.ms`) in the Streams round."""
+
+from __future__ import annotations
+
+import uuid
+
+from streams_rt.coordinator.group import Member, MemberAssignment
+from streams_rt.coordinator.streams_round import StreamsRoundPlanner
+from streams_rt.coordinator.user_data import DecodedSubscription
+from streams_rt.protocol import TaskId, decode_assignment
+from streams_rt.protocol.subscription import SubscriptionInfo
+
+T0, T1, T2, T3 = (TaskId(0, p) for p in range(4))
+ENDS = {t: 1_000_000 for t in (T0, T1, T2, T3)}
+A, B = uuid.uuid4(), uuid.uuid4()
+
+
+def member(mid: str, pid: uuid.UUID, sums: dict[TaskId, int], gen: int) -> Member:
+    s = SubscriptionInfo.for_version(11, pid, task_offset_sums=sums)
+    m = Member(mid, None, "COOPERATIVE", DecodedSubscription(11, 11, s), 1000, 1000, 0, joined=True)
+    m.assignment = MemberAssignment(gen, "COOPERATIVE", b"")
+    return m
+
+
+def active(out, mid: str) -> set[TaskId]:  # type: ignore[no-untyped-def]
+    return set(decode_assignment(out.assignments[mid].user_data).active_tasks)
+
+
+def run(delay_ms: int):  # type: ignore[no-untyped-def]
+    planner = StreamsRoundPlanner([T0, T1, T2, T3], changelog_end_offsets=lambda: ENDS,
+                                  scheduled_rebalance_max_delay_ms=delay_ms)
+    first = planner({
+        "a": member("a", A, {T0: -2, T1: -2}, 1),
+        "b": member("b", B, {T2: -2, T3: -2, T0: 1_000_000}, 1),  # b has a caught-up copy of T0
+    }, 2, now_ms=0)
+    assert active(first, "a") == {T0, T1} and active(first, "b") == {T2, T3}
+    b_only = {"b": member("b", B, {T2: -2, T3: -2, T0: 1_000_000}, 2)}
+    return planner, planner(b_only, 3, now_ms=1_000), b_only
+
+
+def test_without_delay_everything_moves_at_once() -> None:
+    _, out, _ = run(0)
+    assert active(out, "b") == {T0, T1, T2, T3} and out.next_rebalance_at_ms is None
+
+
+def test_caught_up_task_moves_at_once_and_the_rest_waits_for_the_delay() -> None:
+    planner, out, b_only = run(10_000)
+    assert active(out, "b") == {T0, T2, T3}  # T1 has no caught-up copy: it waits for a
+    assert out.next_rebalance_at_ms == 11_000
+    later = planner(b_only, 4, now_ms=11_000)
+    assert active(later, "b") == {T0, T1, T2, T3}
+
+
+def test_departed_client_that_returns_gets_its_tasks() -> None:
+    planner, out, _ = run(10_000)
+    back = planner({
+        "a2": member("a2", A, {T1: 999_990}, -1),  # restarted a, same process id, local state for T1
+        "b": member("b", B, {T0: -2, T2: -2, T3: -2}, 3),
+    }, 4, now_ms=2_000)
+    assert T1 in active(back, "a2")

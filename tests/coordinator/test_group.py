@@ -1,0 +1,320 @@
+"""Unit tests of the pure group state machine: explicit `now_ms`, no threads, no sockets."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from streams_rt.coordinator.errors import GroupError, GroupErrorException
+from streams_rt.coordinator.group import Group, GroupState, Member, MemberAssignment, RoundOutcome
+from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
+
+SESSION, REBALANCE = 1000, 3000
+
+
+class RecordingAssigner:
+    """Gives every member its own id as user data; remembers who took part in each round."""
+
+    def __init__(self) -> None:
+        self.rounds: list[tuple[int, list[str]]] = []
+        self.next_rebalance_at_ms: int | None = None
+
+    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
+        self.rounds.append((generation, sorted(members)))
+        return RoundOutcome(
+            {mid: MemberAssignment(generation, "COOPERATIVE", mid.encode()) for mid in members},
+            "COOPERATIVE",
+            self.next_rebalance_at_ms,
+        )
+
+
+class Observer:
+    def __init__(self) -> None:
+        self.completed: list[tuple[int, int]] = []
+        self.failed: list[int] = []
+
+    def rebalance_completed(self, generation: int, latency_ms: int, now_ms: int) -> None:
+        self.completed.append((generation, latency_ms))
+
+    def rebalance_failed(self, generation: int, now_ms: int) -> None:
+        self.failed.append(generation)
+
+
+@pytest.fixture
+def assigner() -> RecordingAssigner:
+    return RecordingAssigner()
+
+
+@pytest.fixture
+def group(assigner: RecordingAssigner) -> Group:
+    counter = iter(range(1000))
+    return Group("app", assigner, observer=Observer(), new_member_id=lambda inst: f"{inst or 'm'}-{next(counter)}")
+
+
+def join(group: Group, now: int, member_id: str = "", instance: str | None = None) -> str:
+    return group.join(
+        member_id=member_id, instance_id=instance, protocol="COOPERATIVE", subscription=None,
+        session_timeout_ms=SESSION, rebalance_timeout_ms=REBALANCE, now_ms=now,
+    )
+
+
+def stable_group_of(group: Group, n: int, now: int = 0) -> list[str]:
+    """n members that all joined and fetched generation group.generation."""
+    ids = [join(group, now)]
+    assert group.sync(member_id=ids[0], instance_id=None, known_generation=-1, now_ms=now) is not None
+    for _ in range(n - 1):
+        ids.append(join(group, now))
+        for mid in ids[:-1]:
+            with pytest.raises(GroupErrorException):
+                group.heartbeat(member_id=mid, instance_id=None, generation=group.generation, now_ms=now)
+            join(group, now, mid)
+        for mid in ids:
+            group.sync(member_id=mid, instance_id=None, known_generation=-1, now_ms=now)
+    assert group.state is GroupState.STABLE
+    return ids
+
+
+def test_first_member_forms_generation_one(group: Group) -> None:
+    mid = join(group, 0)
+    assert group.state is GroupState.STABLE and group.generation == 1
+    a = group.sync(member_id=mid, instance_id=None, known_generation=-1, now_ms=5)
+    assert a is not None and a.generation == 1 and a.user_data == mid.encode()
+    group.heartbeat(member_id=mid, instance_id=None, generation=1, now_ms=10)
+
+
+def test_new_member_makes_existing_members_rejoin_and_generation_increase(group: Group, assigner: RecordingAssigner) -> None:
+    a = join(group, 0)
+    b = join(group, 10)
+    assert group.state is GroupState.PREPARING_REBALANCE
+    assert group.sync(member_id=b, instance_id=None, known_generation=-1, now_ms=10) is None  # waits for a
+    with pytest.raises(GroupErrorException) as e:
+        group.heartbeat(member_id=a, instance_id=None, generation=1, now_ms=20)
+    assert e.value.error is GroupError.REBALANCE_IN_PROGRESS and e.value.retriable
+    join(group, 20, a)
+    assert group.state is GroupState.STABLE and group.generation == 2
+    assert assigner.rounds[-1] == (2, sorted([a, b]))
+
+
+def test_stale_generation_is_refused_with_retriable_error(group: Group) -> None:
+    a, b = stable_group_of(group, 2)
+    with pytest.raises(GroupErrorException) as e:
+        group.heartbeat(member_id=a, instance_id=None, generation=group.generation - 1, now_ms=1)
+    assert e.value.error is GroupError.ILLEGAL_GENERATION and e.value.retriable
+    with pytest.raises(GroupErrorException) as e:
+        group.check_generation(member_id=b, instance_id=None, generation=group.generation + 1)
+    assert e.value.error is GroupError.ILLEGAL_GENERATION
+
+
+def test_unknown_member_is_refused(group: Group) -> None:
+    stable_group_of(group, 1)
+    with pytest.raises(GroupErrorException) as e:
+        group.heartbeat(member_id="nobody", instance_id=None, generation=1, now_ms=1)
+    assert e.value.error is GroupError.UNKNOWN_MEMBER_ID
+
+
+def test_session_timeout_removes_silent_member_and_rebalances(group: Group) -> None:
+    a, b = stable_group_of(group, 2)
+    gen = group.generation
+    group.heartbeat(member_id=a, instance_id=None, generation=gen, now_ms=900)
+    group.tick(900 + 1)  # b last seen at 0: 901 ms ago, within 1000
+    assert b in group.members
+    group.tick(1001)
+    assert b not in group.members and group.state is GroupState.PREPARING_REBALANCE
+    join(group, 1002, a)
+    assert group.generation == gen + 1 and list(group.members) == [a]
+
+
+def test_rebalance_timeout_removes_member_that_does_not_rejoin(group: Group) -> None:
+    a, b = stable_group_of(group, 2)
+    c = join(group, 100)
+    join(group, 100, a)
+    # b keeps heartbeating (alive) but never rejoins
+    for t in range(200, 3100, 200):
+        with pytest.raises(GroupErrorException):
+            group.heartbeat(member_id=b, instance_id=None, generation=group.generation, now_ms=t)
+        group.sync(member_id=a, instance_id=None, known_generation=99, now_ms=t)
+        group.sync(member_id=c, instance_id=None, known_generation=99, now_ms=t)
+        group.tick(t)
+    group.tick(100 + REBALANCE)
+    assert sorted(group.members) == sorted([a, c]) and group.state is GroupState.STABLE
+    assert group._observer.failed  # type: ignore[union-attr]
+
+
+def test_leave_rebalances_and_last_leave_empties(group: Group) -> None:
+    a, b = stable_group_of(group, 2)
+    group.leave(member_id=b, instance_id=None, now_ms=5)
+    assert group.state is GroupState.PREPARING_REBALANCE
+    join(group, 6, a)
+    group.leave(member_id=a, instance_id=None, now_ms=7)
+    assert group.state is GroupState.EMPTY and not group.members
+
+
+def test_static_member_rejoin_within_session_keeps_assignment_without_rebalance(
+    group: Group, assigner: RecordingAssigner
+) -> None:
+    a = join(group, 0, instance="host-a")
+    group.sync(member_id=a, instance_id="host-a", known_generation=-1, now_ms=0)
+    b = join(group, 0, instance="host-b")
+    join(group, 0, a, instance="host-a")
+    gen, rounds = group.generation, len(assigner.rounds)
+    old = group.members[b].assignment
+    b2 = join(group, 500, instance="host-b")  # restarted process, new member id
+    assert group.state is GroupState.STABLE and group.generation == gen and len(assigner.rounds) == rounds
+    got = group.sync(member_id=b2, instance_id="host-b", known_generation=-1, now_ms=501)
+    assert got == old
+    with pytest.raises(GroupErrorException) as e:  # the old incarnation is fenced
+        group.heartbeat(member_id=b, instance_id="host-b", generation=gen, now_ms=502)
+    assert e.value.error is GroupError.FENCED_INSTANCE_ID and not e.value.retriable
+
+
+def test_scheduled_rebalance_starts_a_round(group: Group, assigner: RecordingAssigner) -> None:
+    assigner.next_rebalance_at_ms = 500
+    (a,) = stable_group_of(group, 1)
+    group.tick(499)
+    assert group.state is GroupState.STABLE
+    group.tick(500)
+    assert group.state is GroupState.PREPARING_REBALANCE
+
+
+def test_round_latency_is_reported_when_last_member_fetched(group: Group) -> None:
+    a = join(group, 0)
+    group.sync(member_id=a, instance_id=None, known_generation=-1, now_ms=3)
+    b = join(group, 10)
+    join(group, 15, a)
+    group.sync(member_id=a, instance_id=None, known_generation=1, now_ms=20)
+    group.sync(member_id=b, instance_id=None, known_generation=-1, now_ms=42)
+    assert group._observer.completed == [(1, 3), (2, 32)]  # type: ignore[union-attr]
+
+
+def test_invalid_transition_is_an_assertion() -> None:
+    g = Group("app", RecordingAssigner())
+    with pytest.raises(AssertionError):
+        g._transition(GroupState.STABLE)
+
+
+def test_every_generation_is_saved_with_its_members_before_anyone_can_fetch_it(assigner: RecordingAssigner) -> None:
+    g = Group("app", assigner, persistent=True, new_member_id=lambda inst: f"{inst}-1")
+    a = join(g, 0, instance="host-a")
+    assert g.state is GroupState.STABLE and g.generation == 1 and g.saving
+    assert g.sync(member_id=a, instance_id="host-a", known_generation=-1, now_ms=1) is None  # not saved yet
+    pending = g.unsaved()
+    assert pending is not None
+    changes, record = pending
+    assert (record.generation, [m.member_id for m in record.members]) == (1, [a])
+    assert record.members[0].instance_id == "host-a" and record.members[0].generation == 1
+    g.saved(changes, record.generation)
+    assert not g.saving and g.unsaved() is None
+    got = g.sync(member_id=a, instance_id="host-a", known_generation=-1, now_ms=2)
+    assert got is not None and got.generation == 1
+
+
+def test_a_round_formed_while_an_older_record_is_being_saved_waits_for_its_own_save(
+    assigner: RecordingAssigner,
+) -> None:
+    """The saver reports the change count it saved: a save of generation 1 must not release 2."""
+    counter = iter(range(10))
+    g = Group("app", assigner, persistent=True, new_member_id=lambda inst: f"m-{next(counter)}")
+    a = join(g, 0)
+    first = g.unsaved()
+    assert first is not None
+    b = join(g, 1)  # a new round: generation 2 forms once a rejoins
+    join(g, 2, a)
+    assert g.generation == 2
+    g.saved(first[0], first[1].generation)
+    assert g.saving and g.unsaved() is not None
+    assert g.sync(member_id=b, instance_id=None, known_generation=-1, now_ms=3) is None
+
+
+def restored_group(assigner: RecordingAssigner) -> Group:
+    record = GroupRecord(7, "COOPERATIVE", (
+        MemberRecord("a", None, "COOPERATIVE", 1, SESSION, REBALANCE, 7, ("0_0",), ()),
+        MemberRecord("b", "host-b", "COOPERATIVE", 1, SESSION, REBALANCE, 7, ("0_1",), ("0_0",)),
+    ))
+    return Group("app", assigner, restored=record, now_ms=100)
+
+
+def test_restored_members_are_recognised_and_must_rejoin(assigner: RecordingAssigner) -> None:
+    g = restored_group(assigner)
+    assert g.state is GroupState.PREPARING_REBALANCE and g.generation == 7
+    with pytest.raises(GroupErrorException) as e:
+        g.heartbeat(member_id="a", instance_id=None, generation=7, now_ms=150)
+    assert e.value.error is GroupError.REBALANCE_IN_PROGRESS  # not UNKNOWN_MEMBER_ID: a keeps its tasks
+    with pytest.raises(GroupErrorException) as e:
+        g.sync(member_id="b", instance_id="host-b", known_generation=7, now_ms=150)
+    assert e.value.error is GroupError.REBALANCE_IN_PROGRESS
+    join(g, 200, "a")
+    join(g, 200, "b", instance="host-b")
+    assert g.generation == 8 and assigner.rounds[-1] == (8, ["a", "b"])
+
+
+def test_restored_member_that_never_comes_back_expires(assigner: RecordingAssigner) -> None:
+    g = restored_group(assigner)
+    join(g, 200, "a")
+    g.tick(100 + SESSION + 1)
+    assert list(g.members) == ["a"] and g.generation == 8
+
+
+def test_restored_static_member_restarting_gets_a_fresh_assignment_not_the_restored_one(
+    assigner: RecordingAssigner,
+) -> None:
+    g = restored_group(assigner)
+    b2 = join(g, 150, instance="host-b")
+    assert g.sync(member_id=b2, instance_id="host-b", known_generation=-1, now_ms=150) is None
+    join(g, 160, "a")
+    got = g.sync(member_id=b2, instance_id="host-b", known_generation=-1, now_ms=170)
+    assert got is not None and got.generation == 8 and not got.restored
+
+
+def test_initial_rebalance_delay_holds_the_first_round(assigner: RecordingAssigner) -> None:
+    g = Group("app", assigner, hold_rounds_until_ms=100)
+    join(g, 0)
+    g.tick(99)
+    assert g.state is GroupState.PREPARING_REBALANCE
+    g.tick(100)
+    assert g.state is GroupState.STABLE and g.generation == 1
+
+
+def test_rejoin_with_a_stale_generation_is_refused(group: Group) -> None:
+    a, _ = stable_group_of(group, 2)
+    gen = group.generation
+    with pytest.raises(GroupErrorException) as e:
+        group.join(member_id=a, instance_id=None, protocol="COOPERATIVE", subscription=None, session_timeout_ms=SESSION,
+                   rebalance_timeout_ms=REBALANCE, now_ms=1, generation=gen - 1)
+    assert e.value.error is GroupError.ILLEGAL_GENERATION and e.value.retriable
+    group.join(member_id=a, instance_id=None, protocol="COOPERATIVE", subscription=None, session_timeout_ms=SESSION,
+               rebalance_timeout_ms=REBALANCE, now_ms=1, generation=gen)
+    assert group.state is GroupState.PREPARING_REBALANCE
+
+
+def test_a_member_that_leaves_is_dropped_from_the_saved_record(assigner: RecordingAssigner) -> None:
+    counter = iter(range(10))
+    g = Group("app", assigner, persistent=True, new_member_id=lambda inst: f"m-{next(counter)}")
+    a = join(g, 0)
+    b = join(g, 1)
+    join(g, 2, a)
+    g.leave(member_id=b, instance_id=None, now_ms=3)
+    pending = g.unsaved()
+    assert pending is not None
+    assert [m.member_id for m in pending[1].members] == [a] and pending[1].generation == 2
+
+
+def test_a_member_that_could_not_fetch_a_superseded_generation_rejoins_with_the_one_it_holds(
+    assigner: RecordingAssigner,
+) -> None:
+    """Generation 2 waits for its save when b leaves: a never fetched 2 and still holds 1, which
+    the next round must accept (not ILLEGAL_GENERATION, which would cost a all its tasks)."""
+    counter = iter(range(10))
+    g = Group("app", assigner, persistent=True, new_member_id=lambda inst: f"m-{next(counter)}")
+    a = join(g, 0)
+    pending = g.unsaved()
+    assert pending is not None
+    g.saved(pending[0], pending[1].generation)
+    assert g.sync(member_id=a, instance_id=None, known_generation=-1, now_ms=0) is not None
+    b = join(g, 1)
+    join(g, 2, a)  # generation 2 forms and waits for its save
+    assert g.generation == 2 and g.saving
+    g.leave(member_id=b, instance_id=None, now_ms=3)
+    g.join(member_id=a, instance_id=None, protocol="COOPERATIVE", subscription=None, session_timeout_ms=SESSION,
+           rebalance_timeout_ms=REBALANCE, now_ms=4, generation=1)
+    assert g.generation == 3

@@ -1,0 +1,208 @@
+"""The Streams round, pure: version choice, the hand-off guard, probing, real codecs and assignor."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from streams_rt.assignment import AssignmentConfigs, ClientAssignment, RebalanceProtocol
+from streams_rt.coordinator.protocol_policy import ProtocolPolicy
+from streams_rt.coordinator.group import Member, MemberAssignment
+from streams_rt.coordinator.server import SubscriptionRejected
+from streams_rt.coordinator.streams_round import RoundVersions, StreamsRoundPlanner, enforce_handoff
+from streams_rt.protocol import NO_NEXT_REBALANCE, AssignorError, HostInfo, TaskId, TopicPartition, decode_assignment
+from streams_rt.coordinator.user_data import DecodedSubscription, StreamsUserDataCodec
+from streams_rt.protocol.subscription import SubscriptionInfo
+from streams_rt.tasks.streams_codec import StreamsMemberCodec
+
+T = [TaskId(0, p) for p in range(6)]
+
+
+def sub(version: int, latest: int | None = None, active: frozenset[TaskId] = frozenset()) -> SubscriptionInfo:
+    return SubscriptionInfo.for_version(
+        version, uuid.uuid4(), latest_supported_version=latest or version,
+        task_offset_sums={t: -2 for t in active},
+    )
+
+
+def dec(s: SubscriptionInfo) -> DecodedSubscription:
+    return DecodedSubscription(s.version, s.latest_supported_version, s)
+
+
+FUTURE = DecodedSubscription(12, 12, None)
+
+
+def member(mid: str, s: object, protocol: str = "COOPERATIVE", gen: int | None = None, tasks: dict | None = None) -> Member:
+    d = s if isinstance(s, DecodedSubscription) else dec(s)  # type: ignore[arg-type]
+    m = Member(mid, None, protocol, d, 1000, 1000, 0, joined=True)
+    if gen is not None:
+        m.assignment = MemberAssignment(gen, protocol, b"", tasks=tasks or {})
+    return m
+
+
+def test_versions_min_used_and_min_latest() -> None:
+    v = RoundVersions.of([dec(sub(10, 11)), dec(sub(11, 11)), dec(sub(9, 10))], 11)
+    assert (v.used, v.commonly_supported, v.probing) == (9, 10, False)
+
+
+def test_versions_future_subscription_probes_at_our_latest() -> None:
+    v = RoundVersions.of([dec(sub(11, 11)), FUTURE], 11)
+    assert (v.used, v.commonly_supported, v.probing) == (11, 11, True)
+
+
+def test_versions_v2_has_no_latest_field() -> None:
+    v = RoundVersions.of([dec(sub(2)), dec(sub(11))], 11)
+    assert (v.used, v.commonly_supported) == (2, 2)
+
+
+def test_malformed_subscription_is_rejected_with_assignment_error() -> None:
+    with pytest.raises(SubscriptionRejected) as e:
+        StreamsRoundPlanner(T).decode_subscription(b"\x00\x00\x00\x0b\x00")
+    assert e.value.assignor_error == AssignorError.ASSIGNMENT_ERROR and "byte" in str(e.value)
+
+
+def test_handoff_guard_withholds_task_still_claimed_by_another_member() -> None:
+    planned = {"a": ClientAssignment(active=frozenset(T[:2])), "b": ClientAssignment(active=frozenset(T[2:]))}
+    safe, followup = enforce_handoff(planned, {"a": frozenset(T[:3]), "b": frozenset()})
+    assert followup
+    assert safe["b"].active == frozenset(T[3:]) and safe["a"].revoke == {T[2]}
+
+
+def test_handoff_guard_refuses_two_active_owners() -> None:
+    planned = {"a": ClientAssignment(active=frozenset(T[:2])), "b": ClientAssignment(active=frozenset(T[1:]))}
+    with pytest.raises(AssertionError, match="both"):
+        enforce_handoff(planned, {})
+
+
+def test_cooperative_round_revokes_only_moved_tasks_and_schedules_followup() -> None:
+    planner = StreamsRoundPlanner(T)
+    a = member("a", sub(11, 11, frozenset(T)), gen=1)
+    b = member("b", sub(11, 11))
+    out = planner({"a": a, "b": b}, 2, now_ms=100)
+    assert out.protocol == "COOPERATIVE" and out.next_rebalance_at_ms == 100
+    got_a = decode_assignment(out.assignments["a"].user_data)
+    got_b = decode_assignment(out.assignments["b"].user_data)
+    assert set(got_a.active_tasks) < set(T) and not got_b.active_tasks  # b waits for a to revoke
+    assert out.assignments["a"].tasks["revoke"]
+    # Follow-up: a rejoins without the revoked tasks; b now gets them.
+    kept = frozenset(got_a.active_tasks)
+    out2 = planner({"a": member("a", sub(11, 11, kept), gen=2), "b": member("b", sub(11, 11), gen=2)}, 3, 200)
+    got_b = decode_assignment(out2.assignments["b"].user_data)
+    assert set(got_b.active_tasks) == set(T) - kept and out2.next_rebalance_at_ms is None
+
+
+def test_eager_round_hands_over_at_once() -> None:
+    planner = StreamsRoundPlanner(T)
+    out = planner({"a": member("a", sub(11), "EAGER", gen=1), "b": member("b", sub(11), "EAGER")}, 2, 0)
+    assert out.protocol == "EAGER"
+    sizes = sorted(len(decode_assignment(a.user_data).active_tasks) for a in out.assignments.values())
+    assert sizes == [3, 3]
+
+
+def test_assignment_is_encoded_at_the_lowest_version_used() -> None:
+    planner = StreamsRoundPlanner(T)
+    out = planner({"a": member("a", sub(9, 11)), "b": member("b", sub(11, 11))}, 1, 0)
+    infos = [decode_assignment(a.user_data) for a in out.assignments.values()]
+    assert {(i.version, i.commonly_supported_version) for i in infos} == {(9, 11)}
+
+
+def test_probing_round_keeps_everyones_tasks() -> None:
+    planner = StreamsRoundPlanner(T)
+    a = member("a", sub(11, 11, frozenset(T[:3])), gen=4, tasks={"active": [str(t) for t in T[:3]]})
+    b = member("b", FUTURE, gen=4, tasks={"active": [str(t) for t in T[3:]]})
+    out = planner({"a": a, "b": b}, 5, 77)
+    assert out.next_rebalance_at_ms == 77
+    assert set(decode_assignment(out.assignments["b"].user_data).active_tasks) == set(T[3:])
+
+
+def test_member_codec_round_trips_through_the_planner() -> None:
+    codec = StreamsMemberCodec(uuid.uuid4())
+    data = codec.encode_subscription(11, frozenset(T[:1]), frozenset(T[1:2]))
+    s = StreamsRoundPlanner(T).decode_subscription(data).info
+    assert s is not None and s.prev_tasks == {T[0]} and s.standby_tasks == {T[1]}
+
+
+def test_warmups_schedule_a_probing_rebalance() -> None:
+    ends = {t: 1_000_000 for t in T}
+    planner = StreamsRoundPlanner(T, changelog_end_offsets=lambda: ends)
+    a = member("a", sub(11, 11, frozenset(T)), gen=1)
+    b = member("b", sub(11, 11))  # no state at all: actives may not move to it before it warms up
+    out = planner({"a": a, "b": b}, 2, now_ms=1_000)
+    assert out.assignments["b"].tasks["warmup"]
+    assert not decode_assignment(out.assignments["b"].user_data).active_tasks
+    assert out.next_rebalance_at_ms == 1_000 + planner.configs.probing_rebalance_interval_ms
+
+
+def test_assignment_carries_partitions_by_host_and_standby_partitions() -> None:
+    """AssignmentInfo's partition fields come from each subtopology's source topics: task (0, p)
+    reads partition p of both topics, so it appears twice in the active list, in partition order."""
+    ends = {t: 1_000 for t in T}
+    planner = StreamsRoundPlanner(
+        T, configs=AssignmentConfigs(num_standby_replicas=1), changelog_end_offsets=lambda: ends,
+        source_topics={0: ["in-a", "in-b"]},
+    )
+    def parts(tasks: list[TaskId]) -> tuple[TopicPartition, ...]:
+        return tuple(sorted(TopicPartition(tp, t.partition) for t in tasks for tp in ("in-a", "in-b")))
+
+    sa = SubscriptionInfo.for_version(11, uuid.uuid4(), user_endpoint="ha:1",
+                                      task_offset_sums={**{t: 1_000 for t in T[3:]}, **{t: -2 for t in T[:3]}})
+    sb = SubscriptionInfo.for_version(11, uuid.uuid4(), user_endpoint="hb:2",
+                                      task_offset_sums={**{t: 1_000 for t in T[:3]}, **{t: -2 for t in T[3:]}})
+    out = planner({"a": member("a", sa, gen=1), "b": member("b", sb, gen=1)}, 2, now_ms=100)
+    ia = decode_assignment(out.assignments["a"].user_data)
+    assert ia.active_tasks == (T[0], T[1], T[2], T[0], T[1], T[2])
+    ha, hb = HostInfo("ha", 1), HostInfo("hb", 2)
+    assert dict(ia.partitions_by_host) == {ha: parts(T[:3]), hb: parts(T[3:])}
+    assert dict(ia.standby_tasks) == {t: parts([t]) for t in T[3:]}
+    assert dict(ia.standby_partitions_by_host) == {ha: parts(T[3:]), hb: parts(T[:3])}
+    assert ia.next_rebalance_ms == NO_NEXT_REBALANCE
+    assert decode_assignment(out.assignments["b"].user_data).partitions_by_host == ia.partitions_by_host
+
+
+def test_next_rebalance_time_is_sent_in_epoch_ms_or_zero_for_now() -> None:
+    ends = {t: 1_000_000 for t in T}
+    planner = StreamsRoundPlanner(T, changelog_end_offsets=lambda: ends, wall_clock_ms=lambda: 5_000_000)
+    out = planner({"a": member("a", sub(11, 11, frozenset(T)), gen=1), "b": member("b", sub(11, 11))}, 2, 1_000)
+    interval = planner.configs.probing_rebalance_interval_ms
+    assert decode_assignment(out.assignments["b"].user_data).next_rebalance_ms == 5_000_000 + interval
+    members = {"a": member("a", sub(11, 11, frozenset(T)), gen=1), "b": member("b", sub(11, 11))}
+    out = StreamsRoundPlanner(T)(members, 2, 7)
+    assert out.next_rebalance_at_ms == 7  # a revokes: the follow-up round is due at once
+    assert decode_assignment(out.assignments["a"].user_data).next_rebalance_ms == 0
+
+
+def test_capacity_weights_the_share_of_tasks() -> None:
+    a, b = member("a", sub(11, 11)), member("b", sub(11, 11))
+    a.capacity = 2
+    out = StreamsRoundPlanner(T)({"a": a, "b": b}, 1, 0)
+    sizes = {mid: len(decode_assignment(x.user_data).active_tasks) for mid, x in out.assignments.items()}
+    assert sizes == {"a": 4, "b": 2}
+
+
+def test_coordinator_with_an_older_latest_version_probes_on_a_current_subscription() -> None:
+    """A coordinator whose latest version is 10 cannot read a v11 subscription: version probing."""
+    planner = StreamsRoundPlanner(T, codec=StreamsUserDataCodec(10))
+    d = planner.decode_subscription(StreamsMemberCodec(uuid.uuid4()).encode_subscription(11, frozenset(), frozenset()))
+    assert (d.version, d.latest_supported_version, d.info) == (11, 11, None)
+    out = planner({"a": member("a", d), "b": member("b", sub(10, 10))}, 1, 5)
+    info = decode_assignment(out.assignments["a"].user_data)
+    assert (info.version, info.commonly_supported_version, out.next_rebalance_at_ms) == (10, 10, 5)
+
+
+def test_upgrade_from_caps_the_version_and_forces_eager() -> None:
+    planner = StreamsRoundPlanner(T, policy=ProtocolPolicy("1.1"))
+    out = planner({"a": member("a", sub(11, 11)), "b": member("b", sub(11, 11))}, 1, 0)
+    assert out.protocol == "EAGER"
+    assert {decode_assignment(x.user_data).version for x in out.assignments.values()} == {2}
+    planner.policy.set_override(RebalanceProtocol.COOPERATIVE)
+    assert planner({"a": member("a", sub(11, 11))}, 2, 0).protocol == "COOPERATIVE"
+
+
+def test_eager_round_still_withholds_tasks_a_cooperative_member_holds() -> None:
+    """Toggling to EAGER while members still hold tasks: the hand-off guard keeps one owner."""
+    planner = StreamsRoundPlanner(T, policy=ProtocolPolicy())
+    planner.policy.set_override(RebalanceProtocol.EAGER)
+    out = planner({"a": member("a", sub(11, 11, frozenset(T)), gen=1), "b": member("b", sub(11, 11))}, 2, 9)
+    assert out.protocol == "EAGER" and out.next_rebalance_at_ms == 9
+    assert not decode_assignment(out.assignments["b"].user_data).active_tasks
