@@ -8,6 +8,7 @@ never matters."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Collection, Mapping
 from types import MappingProxyType
 
@@ -49,19 +50,16 @@ def _fill_order(ordered: list[TaskId]) -> Callable[[int], int] | None:
     return rank.__getitem__
 
 
+_SUBTOPOLOGY_PARTITION = operator.itemgetter(0, 1)
+
+
 def _sorted_unique(tasks: Collection[TaskId]) -> list[TaskId]:
     """Tasks in Kafka's TaskId order (unnamed first, then topology name, subtopology, partition),
-    duplicates dropped. Sorting on a tuple first avoids TaskId's Python-level hash and comparisons."""
-    keyed = sorted(
-        ((t.topology_name is not None, t.topology_name or "", t.subtopology, t.partition), t) for t in tasks
-    )
-    out: list[TaskId] = []
-    last = None
-    for key, task in keyed:
-        if key != last:
-            out.append(task)
-            last = key
-    return out
+    duplicates dropped. Sorted by a key in C where no task is named: TaskId's own ordering is Python."""
+    unique = set(tasks)
+    if all(t.topology_name is None for t in unique):
+        return sorted(unique, key=_SUBTOPOLOGY_PARTITION)
+    return sorted(unique, key=lambda t: (t.topology_name is not None, t.topology_name or "", t.subtopology, t.partition))
 
 
 def assign(
@@ -98,7 +96,7 @@ def assign(
     end: list[int | None] = [None] * len(ordered)
     by_key = index.by_key
     for task, end_offset in changelog_end_offsets.items():
-        t = by_key.get((task.subtopology, task.partition, task.topology_name))
+        t = by_key.get(task)
         if t is not None:
             end[t] = end_offset
     for task in stateless:

@@ -51,7 +51,7 @@ class Lags:
             for task, offset in sums.items():
                 if offset == OFFSET_SUM_RUNNING_ACTIVE:  # a running claim counts via ownership, below
                     continue
-                t = get((task.subtopology, task.partition, task.topology_name))
+                t = get(task)
                 if t is None:
                     continue
                 end = end_offsets[t]
@@ -68,7 +68,7 @@ class Lags:
         self.standby_owners: list[list[int]] = [_NOBODY] * len(tasks)  # shared empty list, replaced on add
         for c, standbys in enumerate(owned_standby):
             for task in standbys:
-                t = get((task.subtopology, task.partition, task.topology_name))
+                t = get(task)
                 if t is not None and end_offsets[t] is not None:
                     owners = self.standby_owners[t]
                     if owners is _NOBODY:
@@ -82,7 +82,7 @@ class Lags:
                         r[c] = UNKNOWN
         for c, claims in enumerate(ignored_claims):  # stale owners hold state of unknown freshness
             for task in claims:
-                t = get((task.subtopology, task.partition, task.topology_name))
+                t = get(task)
                 if t is not None and end_offsets[t] is not None:
                     r = reports[t]
                     if r is None:

@@ -26,7 +26,7 @@ def resolve_owners(
     get = task_index.by_key.get
     for c, owned in enumerate(claims):
         for task, generation in owned.items():
-            t = get((task.subtopology, task.partition, task.topology_name))
+            t = get(task)
             if t is None:
                 ignored[c].append(task)
                 continue

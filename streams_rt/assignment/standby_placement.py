@@ -57,6 +57,12 @@ def place_standbys(
     standby_of: list[set[int]] = [_NONE] * len(active)  # a real set per stateful task, made below
     if per_task <= 0:
         return standby_of
+    if per_task == n - 1 and not tag_keys:
+        # Every client but the active's holds a standby: nothing to choose and nothing to balance.
+        others = [set(range(n)) - {c} for c in range(n)]
+        for t in tasks:
+            standby_of[t] = set(others[active[t]])
+        return standby_of
     total_cap = sum(capacities)
     # Everyone's fair share of all tasks (actives and standbys), by capacity: the cap for preferring a
     # client with state, and what the final pass restores. The heap balances the same quantity.
