@@ -8,6 +8,7 @@ never matters."""
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections.abc import Callable, Collection, Mapping
 from types import MappingProxyType
@@ -51,15 +52,20 @@ def _fill_order(ordered: list[TaskId]) -> Callable[[int], int] | None:
 
 
 _SUBTOPOLOGY_PARTITION = operator.itemgetter(0, 1)
+_TOPOLOGY_NAME = operator.itemgetter(2)
 
 
 def _sorted_unique(tasks: Collection[TaskId]) -> list[TaskId]:
     """Tasks in Kafka's TaskId order (unnamed first, then topology name, subtopology, partition),
-    duplicates dropped. Sorted by a key in C where no task is named: TaskId's own ordering is Python."""
-    unique = set(tasks)
-    if all(t.topology_name is None for t in unique):
-        return sorted(unique, key=_SUBTOPOLOGY_PARTITION)
-    return sorted(unique, key=lambda t: (t.topology_name is not None, t.topology_name or "", t.subtopology, t.partition))
+    duplicates dropped. Where no task is named, keys and comparisons stay in C (TaskId's own ordering
+    is Python), and input that is already in order (the usual case) is only checked."""
+    listed = list(tasks)
+    if set(map(_TOPOLOGY_NAME, listed)) <= {None}:
+        keys = list(map(_SUBTOPOLOGY_PARTITION, listed))
+        if all(map(operator.lt, keys, itertools.islice(keys, 1, None))):
+            return listed
+        return sorted(set(listed), key=_SUBTOPOLOGY_PARTITION)
+    return sorted(set(listed), key=lambda t: (t.topology_name is not None, t.topology_name or "", t.subtopology, t.partition))
 
 
 def assign(
