@@ -61,8 +61,8 @@ def _sorted_unique(tasks: Collection[TaskId]) -> list[TaskId]:
     is Python), and input that is already in order (the usual case) is only checked."""
     listed = list(tasks)
     if set(map(_TOPOLOGY_NAME, listed)) <= {None}:
-        keys = list(map(_SUBTOPOLOGY_PARTITION, listed))
-        if all(map(operator.lt, keys, itertools.islice(keys, 1, None))):
+        # tuple.__lt__ compares the fields in C, bypassing TaskId's own __lt__.
+        if all(map(tuple.__lt__, listed, itertools.islice(listed, 1, None))):
             return listed
         return sorted(set(listed), key=_SUBTOPOLOGY_PARTITION)
     return sorted(set(listed), key=lambda t: (t.topology_name is not None, t.topology_name or "", t.subtopology, t.partition))
