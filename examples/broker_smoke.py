@@ -30,9 +30,9 @@ def produce(bootstrap: str, topic: str, count: int) -> float:
                     break
                 except BufferError:  # local queue full: let librdkafka send, then retry this record
                     producer.poll(0.05)
-            if i % 10_000 == 0:
+            if i % 10_000 == 9_999:
                 producer.poll(0)
-                progress.update(10_000 if i else 0)
+                progress.update(10_000)
         undelivered = producer.flush(60)
         progress.update(count - progress.n)
     if undelivered:

@@ -217,7 +217,7 @@ class DevBroker:
         """Format KRaft storage once; a formatted directory keeps its data across restarts."""
         if (self.directory / "data" / "meta.properties").exists():
             return
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = _new_cluster_id()
         result = subprocess.run(
             [java, "-cp", classpath, f"-Dlog4j2.configurationFile={self.directory / 'log4j2.properties'}",
              "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._properties_file),
@@ -279,6 +279,15 @@ class DevBroker:
             if path.exists():
                 tails.extend(path.read_text(errors="replace").splitlines()[-lines:])
         return "\n".join(tails)
+
+
+def _new_cluster_id() -> str:
+    """A random KRaft cluster id: URL-safe base64 of a UUID. Like Kafka's Uuid.randomUuid, never one that
+    starts with '-', which the storage tool's argument parser would read as an option (1 in 64 ids)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _validate_port(port: int) -> None:
@@ -349,17 +358,17 @@ def _is_our_broker(pid: int, properties_file: Path) -> bool:
 
 
 def _wait_for_exit(pid: int, timeout_s: float) -> bool:
+    """Wait for `pid` to end: reap it if it is our child, else watch /proc (a zombie counts as ended)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            finished, _ = os.waitpid(pid, os.WNOHANG)
-            if finished == pid:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
                 return True
-        except ChildProcessError:  # not our child: poll for the process to vanish
-            if not Path(f"/proc/{pid}").exists():
-                return True
-            stat = Path(f"/proc/{pid}/stat").read_text(errors="replace") if Path(f"/proc/{pid}/stat").exists() else ""
-            if ") Z " in stat:  # a zombie of some other parent has exited
+        except ChildProcessError:
+            try:
+                if ") Z " in Path(f"/proc/{pid}/stat").read_text(errors="replace"):
+                    return True
+            except OSError:  # gone
                 return True
         time.sleep(0.1)
     return False

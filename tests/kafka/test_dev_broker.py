@@ -102,9 +102,13 @@ def test_owned_broker_stops_when_its_parent_is_killed(tmp_path: Path) -> None:
               "print(info.pid, flush=True)\n"
               "time.sleep(600)\n")
     parent = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "owned")],
-                              stdout=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        broker_pid = int(parent.stdout.readline())
+        line = parent.stdout.readline()
+        if not line:
+            parent.wait(timeout=30)
+            pytest.fail(f"the owning process exited before starting the broker:\n{parent.stderr.read()}")
+        broker_pid = int(line)
         assert _alive(broker_pid)
     finally:
         parent.send_signal(signal.SIGKILL)
@@ -145,3 +149,12 @@ def test_cli_error_is_one_line_without_traceback(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=60, env={**os.environ})
     assert result.returncode == 1
     assert result.stderr.strip() == "Error: port must be 0 (any free port) or 1-65535, not 70000"
+
+
+def test_cluster_ids_never_start_with_a_dash() -> None:
+    """The storage tool parses an id starting with '-' as an option; 1 in 64 raw ids would."""
+    from streams_rt.kafka.dev_broker import _new_cluster_id
+
+    ids = [_new_cluster_id() for _ in range(5000)]
+    assert not any(i.startswith("-") for i in ids)
+    assert all(len(i) == 22 for i in ids)
