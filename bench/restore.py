@@ -5,8 +5,11 @@ then measures, each phase in a fresh child process so peak RSS is per phase:
   raw consume   confluent-kafka consume() batches with the restore consumer's settings, records counted;
   restore       TaskState.open_active() on an empty state directory: the real restore path;
   rocksdb write WriteBatch puts of the same shape into a fresh store, no Kafka (batch build + write).
-It prints the rates, restore / raw consume (target >= 0.80), the rate of consume and write done back
-to back (what a restore reaches without overlapping them), and each phase's peak RSS (VmHWM).
+It prints the rates, restore / raw consume (target >= 0.80), each phase's peak RSS (VmHWM), and where
+the CPU went: each phase's process CPU (all threads), its main thread's CPU, and the dev broker's CPU
+over the same interval. From those it prints the best restore / raw ratio this machine's cores allow
+for the work the restore did: the restore cannot finish before its main thread has run, nor before
+all its CPU (plus the broker's) fits on the cores.
 
     python bench/restore.py [--records 1000000 5000000] [--bootstrap HOST:PORT] [--repeat N]
 
@@ -54,6 +57,38 @@ STORE = "bench"
 TASK = TaskId(0, 0)
 
 
+class CpuMeter:
+    """CPU seconds of this process (all threads), of the calling thread, and of the broker process
+    (when its pid is known), between `start` and `stop`."""
+
+    def __init__(self, broker_pid: int | None) -> None:
+        self.broker_pid = broker_pid
+        self.result: dict[str, float] = {}
+
+    def _now(self) -> tuple[float, float, float | None]:
+        return time.process_time(), time.thread_time(), _process_cpu(self.broker_pid)
+
+    def start(self) -> None:
+        self._start = self._now()
+
+    def stop(self) -> None:
+        process, thread, broker = self._now()
+        self.result = {"process_cpu": process - self._start[0], "main_thread_cpu": thread - self._start[1]}
+        if broker is not None and self._start[2] is not None:
+            self.result["broker_cpu"] = broker - self._start[2]
+
+
+def _process_cpu(pid: int | None) -> float | None:
+    """User + system CPU seconds of another process, from /proc (None: unknown or gone)."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_mb() -> float:
     """This process's peak resident set (VmHWM), in MiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -66,7 +101,9 @@ def peak_rss_mb() -> float:
 def phase_raw(args: argparse.Namespace) -> dict:
     consumer = restore_consumer(args.bootstrap, f"bench-raw-{uuid.uuid4().hex[:6]}")
     consumer.assign([KafkaTopicPartition(args.topic, 0, 0)])
+    cpu = CpuMeter(args.broker_pid)
     count, started = 0, time.perf_counter()
+    cpu.start()
     with tqdm(total=args.records, desc="raw consume", unit="rec", unit_scale=True, leave=False) as bar:
         while count < args.records:
             messages = consumer.consume(CONSUME_BATCH, 0.2)
@@ -75,14 +112,16 @@ def phase_raw(args: argparse.Namespace) -> dict:
             count += len(messages)
             bar.update(len(messages))
     seconds = time.perf_counter() - started
+    cpu.stop()
     consumer.close()
-    return {"records": count, "seconds": seconds}
+    return {"records": count, "seconds": seconds, **cpu.result}
 
 
 def phase_restore(args: argparse.Namespace) -> dict:
     state_dir = Path(tempfile.mkdtemp(prefix="bench-state-"))
     config = StateConfig(args.app_id, args.bootstrap, state_dir, processing_guarantee=AT_LEAST_ONCE)
     timings: dict[str, float] = {}
+    cpu = CpuMeter(args.broker_pid)
 
     class Listener:
         def __init__(self) -> None:
@@ -90,6 +129,7 @@ def phase_restore(args: argparse.Namespace) -> dict:
 
         def on_restore_start(self, tp, store, start_offset, end_offset) -> None:  # noqa: ANN001
             timings["start"] = time.perf_counter()
+            cpu.start()
             self.bar = tqdm(total=end_offset - start_offset, desc="restore", unit="rec", unit_scale=True, leave=False)
 
         def on_batch_restored(self, tp, store, batch_end_offset, num_restored) -> None:  # noqa: ANN001
@@ -98,6 +138,7 @@ def phase_restore(args: argparse.Namespace) -> dict:
 
         def on_restore_end(self, tp, store, total_restored) -> None:  # noqa: ANN001
             timings["end"] = time.perf_counter()
+            cpu.stop()
             timings["records"] = total_restored
             assert self.bar is not None
             self.bar.close()
@@ -113,7 +154,7 @@ def phase_restore(args: argparse.Namespace) -> dict:
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)
     return {"records": timings["records"], "seconds": timings["end"] - timings["start"],
-            "open_seconds": total, "approximate_count": count}
+            "open_seconds": total, "approximate_count": count, **cpu.result}
 
 
 def phase_rocksdb(args: argparse.Namespace) -> dict:
@@ -150,9 +191,11 @@ def phase_rocksdb(args: argparse.Namespace) -> dict:
 PHASES = {"raw": phase_raw, "restore": phase_restore, "rocksdb": phase_rocksdb}
 
 
-def run_phase(name: str, bootstrap: str, topic: str, app_id: str, records: int) -> dict:
+def run_phase(name: str, bootstrap: str, topic: str, app_id: str, records: int, broker_pid: int | None) -> dict:
     cmd = [sys.executable, __file__, "--phase", name, "--bootstrap", bootstrap, "--topic", topic,
            "--app-id", app_id, "--records", str(records)]
+    if broker_pid is not None:
+        cmd += ["--broker-pid", str(broker_pid)]
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -186,6 +229,7 @@ def main() -> None:
     parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     parser.add_argument("--app-id", help=argparse.SUPPRESS)
+    parser.add_argument("--broker-pid", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.phase:
@@ -196,14 +240,15 @@ def main() -> None:
         return
 
     logging.basicConfig(level=logging.WARNING)
-    broker = None
+    broker, broker_pid = None, None
     if args.bootstrap is None:
         from streams_rt.kafka.dev_broker import DevBroker
 
         broker_dir = Path(tempfile.mkdtemp(prefix="bench-broker-"))
         broker = DevBroker(broker_dir, heap="1g")
         print("starting a dev broker ...", flush=True)
-        args.bootstrap = broker.start(owned=True).bootstrap_servers
+        info = broker.start(owned=True)
+        args.bootstrap, broker_pid = info.bootstrap_servers, info.pid
     try:
         rows = []
         for records in args.records:
@@ -216,7 +261,7 @@ def main() -> None:
             best: dict[str, dict] = {}
             for _ in range(args.repeat):
                 for phase in ("raw", "restore", "rocksdb"):
-                    result = run_phase(phase, args.bootstrap, topic, app_id, records)
+                    result = run_phase(phase, args.bootstrap, topic, app_id, records, broker_pid)
                     if result["records"] != records:
                         raise RuntimeError(f"{phase} saw {result['records']} records, expected {records}")
                     if phase not in best or result["seconds"] < best[phase]["seconds"]:
@@ -234,10 +279,36 @@ def main() -> None:
             print(f"{records:>10,} {rate['restore']:>10,.0f} {rate['raw']:>12,.0f} {rate['rocksdb']:>14,.0f} "
                   f"{rate['restore'] / rate['raw']:>12.2f} {best['restore']['peak_rss_mb']:>10.0f}MB "
                   f"{best['raw']['peak_rss_mb']:>6.0f}MB {best['rocksdb']['peak_rss_mb']:>10.0f}MB")
+        print()
+        print("where the CPU went (seconds over each phase's measured interval; broker: the dev broker, "
+              "n/a with --bootstrap)")
+        print(f"{'records':>10} {'phase':>8} {'wall':>7} {'process':>8} {'main thread':>12} {'broker':>7}")
+        for records, best in rows:
+            for phase in ("raw", "restore"):
+                r = best[phase]
+                broker_cpu = f"{r['broker_cpu']:>7.2f}" if "broker_cpu" in r else f"{'n/a':>7}"
+                print(f"{records:>10,} {phase:>8} {r['seconds']:>7.2f} {r['process_cpu']:>8.2f} "
+                      f"{r['main_thread_cpu']:>12.2f} {broker_cpu}")
+        cores = os.cpu_count() or 1
+        print()
+        print(f"the best restore / raw these {cores} cores allow for the restore's measured work: "
+              "raw wall / max(restore main thread CPU, (restore process + broker CPU) / cores)")
+        for records, best in rows:
+            print(f"{records:>10,}: {_ceiling(best, cores):.2f} here; "
+                  f"{_ceiling(best, None):.2f} with a core for every thread (the main thread alone)")
     finally:
         if broker is not None:
             broker.stop()
             shutil.rmtree(broker.directory, ignore_errors=True)
+
+
+def _ceiling(best: dict[str, dict], cores: int | None) -> float:
+    """raw wall / the shortest restore wall that its CPU use permits on `cores` (None: unlimited)."""
+    restore = best["restore"]
+    floor = restore["main_thread_cpu"]
+    if cores is not None:
+        floor = max(floor, (restore["process_cpu"] + restore.get("broker_cpu", 0.0)) / cores)
+    return best["raw"]["seconds"] / floor
 
 
 def _print_row(records: int, best: dict[str, dict]) -> None:

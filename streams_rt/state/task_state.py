@@ -189,9 +189,10 @@ class TaskState:
             return
         store.open(bulk=bulk)
         result = restore_store(self._consumer, store, tp, start, high, self.listener)
-        store.sync()
         if bulk:
-            store.open()  # back to the processing options
+            store.end_bulk_load()  # flush, keep L0 below the slowdown trigger, processing options
+        else:
+            store.sync()
         if result.last_offset is not None:
             self.offsets[tp] = result.last_offset
 

@@ -9,7 +9,9 @@ changelog records straight into RocksDB in bulk.
 
 from __future__ import annotations
 
+import logging
 import shutil
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,7 +20,14 @@ import rocksdict
 from confluent_kafka import Message
 
 from streams_rt.state.errors import ChangelogError, StoreClosedError
-from streams_rt.state.stores.rocksdb_options import RocksDBConfigSetter, restore_options, store_options
+from streams_rt.state.stores.rocksdb_options import (
+    LEVEL0_SLOWDOWN_WRITES_TRIGGER,
+    RocksDBConfigSetter,
+    restore_options,
+    store_options,
+)
+
+log = logging.getLogger(__name__)
 
 # (key, value or None for a delete); bound to the store's changelog topic and partition.
 ChangelogSend = Callable[[bytes, bytes | None], None]
@@ -114,6 +123,29 @@ class RocksDBStore(ABC):
         self.db.flush_wal(True)
 
     # -- restore -----------------------------------------------------------------------------
+    def end_bulk_load(self) -> None:
+        """After a restore with `open(bulk=True)`: flush, compact any column family whose L0 the
+        restore filled to RocksDB's write-slowdown trigger (else the first commits would stall behind
+        that compaction), and reopen with the processing options."""
+        self.sync()
+        self._compact_crowded_level0()
+        self.open()
+
+    def _compact_crowded_level0(self) -> None:
+        # A separate frame on purpose: a column family view left alive keeps RocksDB's LOCK held
+        # and the reopen fails.
+        for family in self._column_families():
+            level0 = family.property_int_value("rocksdb.num-files-at-level0") or 0
+            if level0 >= LEVEL0_SLOWDOWN_WRITES_TRIGGER:
+                started = time.perf_counter()
+                family.compact_range(None, None)
+                log.info("store %s: compacted %d L0 files left by the restore in %.2f s",
+                         self.name, level0, time.perf_counter() - started)
+
+    def _column_families(self) -> list[rocksdict.Rdict]:
+        """Every column family holding data (window stores add one per segment)."""
+        return [self.db]
+
     @abstractmethod
     def apply_changelog(self, messages: Sequence[Message]) -> None:
         """Write a batch of changelog records (keys never null) into RocksDB without the WAL; the

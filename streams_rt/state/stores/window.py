@@ -81,6 +81,9 @@ class WindowStore(RocksDBStore):
             self.stream_time = max(self.stream_time, max(self._segments) * self.segment_interval_ms)
         return db
 
+    def _column_families(self) -> list[rocksdict.Rdict]:
+        return [self.db, *(family for family, _ in self._segments.values())]
+
     def close(self) -> None:
         self._segments = {}
         super().close()
