@@ -3,12 +3,12 @@ them from decoded subscriptions and the assignor stays pure."""
 
 from __future__ import annotations
 
-import enum
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from streams_rt.protocol import HostInfo, TaskId
+from streams_rt.protocol import HostInfo, RebalanceProtocol, TaskId
+
 
 def _positive(name: str, value: int) -> None:
     if value < 0:
@@ -68,14 +68,6 @@ class AssignmentConfigs:
             else:
                 kwargs[attr] = int(value)  # type: ignore[arg-type]
         return cls(**kwargs)  # type: ignore[arg-type]
-
-
-class RebalanceProtocol(enum.Enum):
-    """EAGER: members revoke everything before a round. COOPERATIVE (KIP-429): members keep their tasks,
-    and a task moves in two rounds (revoke, then assign)."""
-
-    EAGER = "eager"
-    COOPERATIVE = "cooperative"
 
 
 @dataclass(frozen=True)

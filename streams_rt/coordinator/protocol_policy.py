@@ -2,24 +2,16 @@
 
 Three inputs: the coordinator's own `upgrade.from` (KIP-429's first bounce keeps the group on the
 old metadata version and EAGER), an operator's runtime toggle (KIP-125's dynamic toggle), and what
-the members speak. Also the one place that converts between the two RebalanceProtocol enums."""
+the members speak."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
 
-from streams_rt.assignment import RebalanceProtocol
-from streams_rt.protocol import parse_upgrade_from
-from streams_rt.protocol import RebalanceProtocol as WireProtocol
+from streams_rt.protocol import RebalanceProtocol, parse_upgrade_from
 
 log = logging.getLogger(__name__)
-
-
-def assignor_protocol(p: WireProtocol | RebalanceProtocol | str) -> RebalanceProtocol:
-    """streams_rt.protocol's enum, the assignor's enum, or a wire name ("EAGER") -> the assignor's enum."""
-    name = p if isinstance(p, str) else p.name
-    return RebalanceProtocol[name]
 
 
 class ProtocolPolicy:
@@ -29,7 +21,7 @@ class ProtocolPolicy:
         self.upgrade_from = upgrade_from
         # None: no cap but the coordinator's own latest version (which its codec decides).
         self.metadata_version_cap = mode.metadata_version if upgrade_from is not None else None
-        self._upgrade_protocol = assignor_protocol(mode.protocol) if upgrade_from is not None else None
+        self._upgrade_protocol = mode.protocol if upgrade_from is not None else None
         self.override: RebalanceProtocol | None = None
 
     def set_override(self, protocol: RebalanceProtocol | None) -> None:

@@ -14,7 +14,7 @@ from streams_rt.coordinator.errors import GroupError, GroupErrorException
 from streams_rt.coordinator.group import Group, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
 from streams_rt.coordinator.metrics import RebalanceMetrics
-from streams_rt.coordinator.protocol_policy import ProtocolPolicy, assignor_protocol
+from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.server import CoordinatorServer, monotonic_ms
 from streams_rt.coordinator.state_store import CoordinatorSnapshot, StateStore
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
@@ -155,7 +155,7 @@ class Coordinator:
         if not isinstance(policy, ProtocolPolicy):
             raise GroupErrorException(GroupError.INVALID_REQUEST, "this coordinator's planner has no protocol toggle")
         with self._server.lock:
-            policy.set_override(assignor_protocol(protocol) if protocol is not None else None)
+            policy.set_override(RebalanceProtocol[protocol] if isinstance(protocol, str) else protocol)
             self.group.request_rebalance(self._clock(), f"{reason}: protocol {protocol or 'automatic'}")
             self._server.lock.notify_all()
 

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from streams_rt.assignment.model import RebalanceProtocol
 from streams_rt.coordinator.errors import GroupError
 from streams_rt.coordinator.messages import (
     HeartbeatRequest,
@@ -28,10 +27,10 @@ from streams_rt.coordinator.messages import (
     SyncResponse,
 )
 from streams_rt.coordinator.metrics import ListenerMetrics
-from streams_rt.coordinator.protocol_policy import assignor_protocol
 from streams_rt.protocol import (
     AssignorError,
     MalformedUserData,
+    RebalanceProtocol,
     TaskId,
     VersionMismatch,
     on_assignment_version,
@@ -110,7 +109,7 @@ class MemberConfig:
     def effective(self) -> tuple[RebalanceProtocol, int]:
         """The protocol and first subscription version this member uses (raises UpgradeFromError)."""
         mode = parse_upgrade_from(self.upgrade_from)
-        protocol = self.protocol or assignor_protocol(mode.protocol)
+        protocol = self.protocol or mode.protocol
         return protocol, self.subscription_version or mode.metadata_version
 
 
@@ -303,7 +302,7 @@ class GroupMember:
             rejoin = True
         self.active, self.standby = got.active, got.standby
         self.assignment_version = got.version
-        round_protocol = assignor_protocol(sync.protocol)
+        round_protocol = RebalanceProtocol[sync.protocol]  # checked against PROTOCOLS on decode
         if round_protocol is not self.round_protocol:
             log.info("member %s: the group now runs %s", self.member_id, round_protocol.name)
             self.round_protocol = round_protocol
