@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Mapping
+from itertools import chain
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from streams_rt.protocol.errors import MalformedUserData
-from streams_rt.protocol.javahash import put_buckets, topic_partition_hash
+from streams_rt.protocol.javahash import put_order, topic_partition_hash
 from streams_rt.protocol.strings import encode_mutf8, java_string_hash
 from streams_rt.protocol.types import (
     LATEST_SUPPORTED_VERSION,
+    MIN_NAMED_TOPOLOGY_VERSION,
     UNKNOWN_VERSION,
     AssignorError,
     HostInfo,
@@ -34,12 +36,13 @@ from streams_rt.protocol.wire import (
     INT64_MIN,
     Reader,
     check_int,
+    check_task,
+    decoded,
     mutf8_field,
     utf16_field,
 )
 
 NO_NEXT_REBALANCE = 2**63 - 1  # Long.MAX_VALUE: no follow-up rebalance scheduled
-MIN_NAMED_TOPOLOGY_VERSION = 10
 
 Partitions = tuple[TopicPartition, ...]
 _NAMED_TASK_HEAD = struct.Struct(">iii")  # subtopology, partition, topology name length
@@ -87,15 +90,14 @@ class AssignmentInfo:
     ) -> AssignmentInfo:
         """Build the assignment sent at `version`, dropping what that version cannot carry (as Kafka's
         encoder silently does). Named tasks below v10 stay an error, as in Kafka."""
+        # Iterables are fine here: __post_init__ turns every collection into tuples.
         return cls(
             version=version,
             commonly_supported_version=commonly_supported_version if version >= 3 else UNKNOWN_VERSION,
-            active_tasks=tuple(active_tasks),
-            standby_tasks={t: tuple(p) for t, p in standby_tasks.items()},
-            partitions_by_host={h: tuple(p) for h, p in partitions_by_host.items()} if version >= 2 else {},
-            standby_partitions_by_host=(
-                {h: tuple(p) for h, p in standby_partitions_by_host.items()} if version >= 6 else {}
-            ),
+            active_tasks=active_tasks,  # type: ignore[arg-type]
+            standby_tasks=standby_tasks,  # type: ignore[arg-type]
+            partitions_by_host=partitions_by_host if version >= 2 else _EMPTY,  # type: ignore[arg-type]
+            standby_partitions_by_host=standby_partitions_by_host if version >= 6 else _EMPTY,  # type: ignore[arg-type]
             error_code=error_code if version >= 4 else AssignorError.NONE,
             next_rebalance_ms=next_rebalance_ms if version >= 7 else NO_NEXT_REBALANCE,
         )
@@ -153,28 +155,14 @@ def _topic_dictionary(maps: list[Mapping[HostInfo, Partitions]], out: list[bytes
 
     Kafka numbers topics in the iteration order of a HashSet of all the partitions, then writes the
     dictionary in the iteration order of a HashMap keyed by topic name; both orders are emulated."""
-    first_seen: dict[TopicPartition, None] = {}
-    for host_map in maps:
-        for partitions in host_map.values():
-            first_seen.update(dict.fromkeys(partitions))
-    partitions = list(first_seen)
-    topic_hashes: dict[str, int] = {}
-    for tp in partitions:
-        if tp.topic not in topic_hashes:
-            topic_hashes[tp.topic] = java_string_hash(tp.topic)
-    buckets = put_buckets([topic_partition_hash(tp, topic_hashes[tp.topic]) for tp in partitions])
-    first: dict[str, tuple[int, int]] = {}
-    for i, (tp, bucket) in enumerate(zip(partitions, buckets)):
-        key = (bucket, i)
-        if tp.topic not in first or key < first[tp.topic]:
-            first[tp.topic] = key
-    index = {topic: i for i, topic in enumerate(sorted(first, key=first.__getitem__))}
-    topics = list(index)
+    partitions = list(dict.fromkeys(chain.from_iterable(p for host_map in maps for p in host_map.values())))
+    topic_hashes = {topic: java_string_hash(topic) for topic in {tp.topic for tp in partitions}}
+    order = put_order([topic_partition_hash(tp, topic_hashes[tp.topic]) for tp in partitions])
+    topics = list(dict.fromkeys(partitions[i].topic for i in order))
     out.append(I32.pack(len(topics)))
-    topic_buckets = put_buckets([topic_hashes[t] for t in topics])
-    for i in sorted(range(len(topics)), key=topic_buckets.__getitem__):
+    for i in put_order([topic_hashes[t] for t in topics]):
         out += (I32.pack(i), mutf8_field(topics[i], "topic"))
-    return index
+    return {topic: i for i, topic in enumerate(topics)}
 
 
 def _validate(info: AssignmentInfo) -> None:
@@ -185,12 +173,7 @@ def _validate(info: AssignmentInfo) -> None:
         raise ValueError(f"a v{v} assignment does not carry the commonly supported version; use -1")
     check_int(info.commonly_supported_version, INT32_MIN, INT32_MAX, "commonly supported version")
     for task in (*info.active_tasks, *info.standby_tasks):
-        check_int(task.subtopology, INT32_MIN, INT32_MAX, f"subtopology of task {task}")
-        check_int(task.partition, INT32_MIN, INT32_MAX, f"partition of task {task}")
-        if task.topology_name is not None and v < MIN_NAMED_TOPOLOGY_VERSION:
-            raise ValueError(f"named topologies need version {MIN_NAMED_TOPOLOGY_VERSION}+ (task {task}, version {v})")
-        if task.topology_name == "":
-            raise ValueError("an empty topology name is read back as no topology name; pass None")
+        check_task(task, v)
     if v < 2 and info.partitions_by_host:
         raise ValueError("a v1 assignment does not carry partitions by host")
     if v < 6 and info.standby_partitions_by_host:
@@ -242,29 +225,20 @@ def decode_assignment(data: bytes) -> AssignmentInfo:
         by_host = _read_host_map(r, topics)
         if version >= 6:
             standby_by_host = _read_host_map(r, topics)
-    error_code = AssignorError.NONE
-    if version >= 4:
-        at = r.pos
-        code = r.i32("error code")
-        try:
-            error_code = AssignorError(code)
-        except ValueError:
-            raise r.error(f"unknown error code {code}", at) from None
+    error_code = r.error_code() if version >= 4 else AssignorError.NONE
     next_rebalance = r.i64("next rebalance time") if version >= 7 else NO_NEXT_REBALANCE
     r.end()
-    info = object.__new__(AssignmentInfo)
-    for name, value in (
-        ("version", version),
-        ("commonly_supported_version", commonly),
-        ("active_tasks", active),
-        ("standby_tasks", MappingProxyType(standby)),
-        ("partitions_by_host", MappingProxyType(by_host)),
-        ("standby_partitions_by_host", MappingProxyType(standby_by_host)),
-        ("error_code", error_code),
-        ("next_rebalance_ms", next_rebalance),
-    ):
-        object.__setattr__(info, name, value)
-    return info
+    return decoded(
+        AssignmentInfo,
+        version=version,
+        commonly_supported_version=commonly,
+        active_tasks=active,
+        standby_tasks=MappingProxyType(standby),
+        partitions_by_host=MappingProxyType(by_host),
+        standby_partitions_by_host=MappingProxyType(standby_by_host),
+        error_code=error_code,
+        next_rebalance_ms=next_rebalance,
+    )
 
 
 def _read_active_tasks(r: Reader, count: int) -> tuple[TaskId, ...]:

@@ -4,9 +4,9 @@ Kafka's encoders write some collections in the order of a HashMap or HashSet the
 (the prev/standby task sets of subscriptions v1-6, the subtopology grouping of v7-9 and the topic
 dictionary of assignments v5+). To write the same bytes from the same content we order those
 collections the same way: by bucket (spread hash masked by the final table size), ties in insertion
-order (reversed for computeIfAbsent, which inserts at the head of a bucket). Not emulated: a bucket
-that holds more than 8 entries in a table of 64 or more buckets becomes a tree whose order differs;
-that needs deliberately colliding hashes."""
+order (reversed for computeIfAbsent, which inserts at the head of a bucket). Not emulated: in a table
+of 64 or more buckets, a bucket that reaches 8 entries with computeIfAbsent (9 with put or HashSet.add)
+becomes a tree whose order differs; that needs deliberately colliding hashes."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from typing import NamedTuple
 LATEST_SUPPORTED_VERSION = 11
 EARLIEST_PROBEABLE_VERSION = 3
 UNKNOWN_VERSION = -1  # a version field that v1-2 user data does not carry (latest / commonly supported)
+MIN_NAMED_TOPOLOGY_VERSION = 10  # both formats carry a task's topology name from this version on
 
 # Task offset-sum sentinels carried in subscriptions (Kafka's Task.LATEST_OFFSET and friends).
 OFFSET_SUM_RUNNING_ACTIVE = -2  # the client runs this task as active right now: lag 0 by definition
@@ -18,7 +19,7 @@ OFFSET_SUM_OFFSET_UNKNOWN = -4  # a changelog offset is unknown (e.g. EOS withou
 
 
 class AssignorError(enum.IntEnum):
-    """Error codes the group leader returns in AssignmentInfo (v5+)."""
+    """Error codes the group leader returns in AssignmentInfo (v4+); SubscriptionInfo carries one too (v9+)."""
 
     NONE = 0
     INCOMPLETE_SOURCE_TOPIC_METADATA = 1

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import struct
 import uuid
+from typing import Any, TypeVar
 
 from streams_rt.protocol.errors import MalformedUserData
 from streams_rt.protocol.strings import MAX_UTF_BYTES, decode_mutf8, encode_mutf8, utf16_units
+from streams_rt.protocol.types import MIN_NAMED_TOPOLOGY_VERSION, AssignorError, TaskId
 
 I8 = struct.Struct(">b")
-I16 = struct.Struct(">h")
 U16 = struct.Struct(">H")
 I32 = struct.Struct(">i")
 I64 = struct.Struct(">q")
@@ -21,6 +22,8 @@ I32_PAIR = struct.Struct(">ii")
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+T = TypeVar("T")
 
 
 class Reader:
@@ -93,15 +96,10 @@ class Reader:
         except UnicodeDecodeError as exc:
             raise self.error(f"{what} is not valid UTF-8 ({exc.reason})", at + exc.start) from None
 
-    def nullable_string(self, what: str) -> str | None:
-        """Kafka's generated-message nullable string: int16 length (-1 null), UTF-8 bytes."""
-        at = self.pos
-        n = self.unpack(I16, f"{what} length")[0]
-        if n < -1:
-            raise self.error(f"invalid {what} length {n}", at)
-        if n == -1:
-            return None
-        return self.utf8(self.take(n, what), what, at + 2)
+    def utf8_field(self, what: str) -> str:
+        """A length-prefixed UTF-8 string; a bad byte is reported at its own offset."""
+        at = self.pos + 4
+        return self.utf8(self.length_prefixed(what), what, at)
 
     def mutf8(self, what: str) -> str:
         """DataInputStream.readUTF: uint16 length, modified UTF-8."""
@@ -122,6 +120,15 @@ class Reader:
     def uuid(self, what: str) -> uuid.UUID:
         return uuid.UUID(bytes=self.take(16, what))
 
+    def error_code(self) -> AssignorError:
+        """The int32 error code both formats carry; an unknown code is refused at its offset."""
+        at = self.pos
+        code = self.i32("error code")
+        try:
+            return AssignorError(code)
+        except ValueError:
+            raise self.error(f"unknown error code {code}", at) from None
+
     def end(self) -> None:
         if self.pos != len(self.data):
             raise self.error(f"{self.remaining()} trailing bytes after the last field")
@@ -131,6 +138,27 @@ def check_int(value: int, lo: int, hi: int, what: str) -> None:
     """Encode-side range check, so that a value that does not fit is a ValueError and not struct.error."""
     if not lo <= value <= hi:
         raise ValueError(f"{what} {value} does not fit in [{lo}, {hi}]")
+
+
+def check_task(task: TaskId, version: int) -> None:
+    """Encode-side checks of a task id that both formats share (the subscription adds a name length limit)."""
+    check_int(task.subtopology, INT32_MIN, INT32_MAX, f"subtopology of task {task}")
+    check_int(task.partition, INT32_MIN, INT32_MAX, f"partition of task {task}")
+    if task.topology_name is None:
+        return
+    if version < MIN_NAMED_TOPOLOGY_VERSION:
+        raise ValueError(f"named topologies need version {MIN_NAMED_TOPOLOGY_VERSION}+ (task {task}, v{version})")
+    if task.topology_name == "":
+        raise ValueError("an empty topology name is read back as no topology name; pass None")
+
+
+def decoded(cls: type[T], **fields: Any) -> T:
+    """A frozen dataclass built from fields a decoder has already checked, skipping __post_init__,
+    which would validate and copy every task and partition a second time."""
+    obj = object.__new__(cls)
+    for name, value in fields.items():
+        object.__setattr__(obj, name, value)
+    return obj
 
 
 def mutf8_field(text: str, what: str) -> bytes:

@@ -10,11 +10,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hypothesis import HealthCheck, settings
+
 from streams_rt.kafka.jvm import REPO_ROOT, compile_java, find_java
-from streams_rt.protocol import AssignmentInfo, SubscriptionInfo
+from streams_rt.protocol import AssignmentInfo, SubscriptionInfo, TaskId
 
 JAVA_SOURCE = Path(__file__).with_name("java") / "ProtocolHarness.java"
 BUILD_DIR = REPO_ROOT / "build" / "protocol-harness"
+# Hypothesis settings of the compatibility tests: every example is a JVM round trip, so few and no deadline.
+COMPAT = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 class JavaHarnessError(RuntimeError):
@@ -73,6 +77,11 @@ class KafkaJava:
 
 def task_json(task: Any) -> list[Any]:
     return [task.subtopology, task.partition, task.topology_name]
+
+
+def task_from_json(entry: list[Any]) -> TaskId:
+    """Inverse of `task_json`, for the harness's answers."""
+    return TaskId(entry[0], entry[1], entry[2])
 
 
 def subscription_request(info: SubscriptionInfo) -> dict[str, Any]:

@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from streams_rt.protocol import (
-    LATEST_SUPPORTED_VERSION,
     AssignmentInfo,
     HostInfo,
-    TaskId,
     TopicPartition,
     decode_assignment,
 )
-from tests.protocol.harness import KafkaJava, assignment_request
+from tests.protocol.harness import COMPAT, KafkaJava, assignment_request, task_from_json
+from tests.protocol.samples import VERSIONS
 from tests.protocol.strategies import assignments
 
 pytestmark = pytest.mark.jvm
-VERSIONS = range(1, LATEST_SUPPORTED_VERSION + 1)
-COMPAT = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-def _task(entry: list) -> TaskId:
-    return TaskId(entry[0], entry[1], entry[2])
 
 
 def _partitions(entries: list) -> frozenset[TopicPartition]:
@@ -44,8 +37,8 @@ def test_python_encodes_kafka_decodes(kafka_java: KafkaJava, version: int) -> No
     def check(info: AssignmentInfo) -> None:
         seen = kafka_java.ok("asg_decode", hex=info.encode().hex())
         assert (seen["version"], seen["commonly"]) == (version, info.commonly_supported_version)
-        assert [_task(t) for t in seen["active"]] == list(info.active_tasks)
-        assert {_task(t): _partitions(tps) for t, tps in seen["standby"]} == _as_sets(info.standby_tasks)
+        assert [task_from_json(t) for t in seen["active"]] == list(info.active_tasks)
+        assert {task_from_json(t): _partitions(tps) for t, tps in seen["standby"]} == _as_sets(info.standby_tasks)
         assert _host_map(seen["byHost"]) == _as_sets(info.partitions_by_host)
         assert _host_map(seen["standbyByHost"]) == _as_sets(info.standby_partitions_by_host)
         assert (seen["error"], seen["nextRebalance"]) == (info.error_code, info.next_rebalance_ms)

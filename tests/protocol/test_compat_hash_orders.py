@@ -1,8 +1,9 @@
 """Kafka writes some collections in the iteration order of its internal HashMaps and HashSets.
 These cases aim at the table growth rules (load factor, a crowded bucket doubling a small table,
 computeIfAbsent's head insertion) with colliding hashes, and compare bytes with Kafka's encoder.
-Not covered, and not emulated: more than 8 keys in one bucket of a table of 64+ buckets (a tree bin),
-which takes deliberately colliding keys (e.g. 49 subtopology ids that are all multiples of 16)."""
+Not covered, and not emulated: a tree bin, i.e. one bucket of a table of 64+ buckets holding 8 or more
+keys with computeIfAbsent (9 or more with put/HashSet.add), which takes deliberately colliding keys
+(e.g. 49 subtopology ids that are all multiples of 16)."""
 
 from __future__ import annotations
 

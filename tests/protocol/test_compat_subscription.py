@@ -5,29 +5,25 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from streams_rt.protocol import (
+    EARLIEST_PROBEABLE_VERSION,
     LATEST_SUPPORTED_VERSION,
     FutureSubscriptionInfo,
     SubscriptionInfo,
-    TaskId,
     decode_subscription,
 )
-from tests.protocol.harness import KafkaJava, subscription_request
+from tests.protocol.harness import COMPAT, KafkaJava, subscription_request, task_from_json
+from tests.protocol.samples import VERSIONS
 from tests.protocol.strategies import subscriptions
 
 pytestmark = pytest.mark.jvm
-VERSIONS = range(1, LATEST_SUPPORTED_VERSION + 1)
-COMPAT = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-def _task(entry: list) -> TaskId:
-    return TaskId(entry[0], entry[1], entry[2])
 
 
 def test_kafka_jar_supports_the_same_versions(kafka_java: KafkaJava) -> None:
-    assert kafka_java.ok("latest_supported_version")["latest"] == LATEST_SUPPORTED_VERSION
+    versions = kafka_java.ok("latest_supported_version")
+    assert (versions["latest"], versions["earliestProbeable"]) == (LATEST_SUPPORTED_VERSION, EARLIEST_PROBEABLE_VERSION)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -40,9 +36,9 @@ def test_python_encodes_kafka_decodes(kafka_java: KafkaJava, version: int) -> No
         assert (seen["version"], seen["latest"], seen["future"]) == (version, info.latest_supported_version, False)
         assert seen["processId"] == str(info.process_id)
         assert seen["endpoint"] == info.user_endpoint
-        assert {_task(t): s for t, s in seen["sums"]} == info.task_offset_sums
-        assert {_task(t) for t in seen["prev"]} == info.prev_tasks
-        assert {_task(t) for t in seen["standby"]} == info.standby_tasks
+        assert {task_from_json(t): s for t, s in seen["sums"]} == info.task_offset_sums
+        assert {task_from_json(t) for t in seen["prev"]} == info.prev_tasks
+        assert {task_from_json(t) for t in seen["standby"]} == info.standby_tasks
         assert (seen["unique"], seen["error"]) == (info.unique_field, info.error_code)
         assert dict(seen["tags"]) == info.client_tags
         # Kafka keeps the decoded message as read, so its re-encoding must give our bytes back.

@@ -137,10 +137,49 @@ def test_unknown_topic_index() -> None:
     data += struct.pack(">i", 1) + struct.pack(">H", 1) + b"h" + struct.pack(">ii", 1, 1) + struct.pack(">ii", 7, 0)
     data += struct.pack(">i", 0)
     err = _raises(decode_assignment, data)
-    assert err.version == 5 and "topic index 7" in err.reason
+    assert (err.kind, err.version, err.offset) == ("assignment", 5, 42) and "topic index 7" in err.reason
 
 
 def test_duplicates_in_sets_are_refused() -> None:
     data = struct.pack(">i", 1) + bytes(16) + struct.pack(">i", 2) + struct.pack(">ii", 1, 1) * 2 + struct.pack(">i", 0)
     err = _raises(decode_subscription, data)
     assert err.version == 1 and err.offset == 4 + 16 + 4 + 8 and "twice" in err.reason
+
+
+def test_duplicate_named_partition_in_an_assignment() -> None:
+    # v1: no active tasks, one standby task whose partition set names "é"-0 twice ("é" is 2 bytes in MUTF-8).
+    entry = struct.pack(">H", 2) + "é".encode() + struct.pack(">i", 0)
+    data = struct.pack(">iii", 1, 0, 1) + struct.pack(">ii", 1, 1) + struct.pack(">i", 2) + entry * 2
+    err = _raises(decode_assignment, data)
+    assert (err.kind, err.version, err.offset) == ("assignment", 1, 24 + len(entry))
+    assert "partition é-0 appears twice" in err.reason
+
+
+def test_duplicate_indexed_partition_in_an_assignment() -> None:
+    data = struct.pack(">iiii", 5, 5, 0, 0)  # no active, no standby
+    data += struct.pack(">ii", 1, 0) + struct.pack(">H", 1) + b"t"  # dictionary {0: "t"}
+    data += struct.pack(">i", 1) + struct.pack(">H", 1) + b"h" + struct.pack(">ii", 1, 2) + struct.pack(">ii", 0, 3) * 2
+    data += struct.pack(">i", 0)
+    err = _raises(decode_assignment, data)
+    assert (err.kind, err.version, err.offset) == ("assignment", 5, 50) and "partition t-3 appears twice" in err.reason
+
+
+@pytest.mark.parametrize(
+    ("version", "task"), [(2, struct.pack(">ii", 1, 1)), (10, struct.pack(">iii", 1, 1, 1) + b"\0n")]
+)
+def test_standby_task_twice_in_an_assignment(version: int, task: bytes) -> None:
+    head = struct.pack(">i", version) + (struct.pack(">i", version) if version >= 3 else b"")
+    data = head + struct.pack(">ii", 0, 2) + (task + struct.pack(">i", 0)) * 2 + bytes(64)
+    err = _raises(decode_assignment, data)
+    assert (err.kind, err.version, err.offset) == ("assignment", version, len(head) + 8 + len(task) + 4)
+    assert "appears twice" in err.reason
+
+
+def test_duplicate_client_tag() -> None:
+    data = subscription(11).encode()
+    assert data.count(b"rack") == 1 and data.count(b"zone") == 1
+    data = data.replace(b"rack", b"zone")  # {"zone": "eu-1", "zone": "r2"}
+    at = data.rindex(b"zone") - 4
+    err = _raises(decode_subscription, data)
+    assert (err.kind, err.version, err.offset) == ("subscription", 11, at)
+    assert "duplicate client tag 'zone'" in err.reason
