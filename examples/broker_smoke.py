@@ -68,10 +68,9 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
     broker = DevBroker()
-    running = broker.status()
-    info = running or broker.start(owned=True)
+    info = broker.start(owned=True)
     print(f"Kafka broker at {info.bootstrap_servers}"
-          + (" (already running)" if running else f", started in {info.startup_seconds:.1f} s"))
+          + (" (already running)" if info.reused else f", started in {info.startup_seconds:.1f} s"))
     topic = f"smoke-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": info.bootstrap_servers})
     admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(timeout=30)
@@ -86,7 +85,7 @@ def main() -> None:
     finally:
         admin.delete_topics([topic])[topic].result(timeout=30)
         del admin  # close its connections before the broker goes away
-        if running is None:
+        if not info.reused:  # a broker someone else started stays up
             broker.stop()
 
 

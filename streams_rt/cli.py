@@ -11,7 +11,18 @@ from streams_rt.kafka.dev_broker import BrokerError, DevBroker
 from streams_rt.kafka.jvm import JvmSetupError
 
 
-@click.group()
+class _OneLineErrors(click.Group):
+    """Every subcommand's expected failures (setup, broker, file system, bad values) become click's
+    one `Error: ...` line and exit code 1 instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except (BrokerError, JvmSetupError, OSError, ValueError) as error:
+            raise click.ClickException(str(error)) from None
+
+
+@click.group(cls=_OneLineErrors)
 @click.option("-v", "--verbose", is_flag=True, help="Log at INFO level.")
 def main(verbose: bool) -> None:
     """streams_rt: Kafka Streams' stateful task model inside PySpark Structured Streaming."""
@@ -34,27 +45,26 @@ _directory_option = click.option(
 @click.option("--port", type=int, default=0, show_default=True, help="Listener port; 0 picks a free one.")
 def dev_broker_start(directory: Path | None, port: int) -> None:
     """Start the broker in the background (or reuse the one running on this directory)."""
-    broker = DevBroker(directory, port=port)
-    running = broker.status()
-    if running is not None:
-        click.echo(f"Kafka broker already running at {running.bootstrap_servers} (pid {running.pid})")
-        return
-    try:
-        info = broker.start(owned=False)
-    except (BrokerError, JvmSetupError) as error:
-        raise click.ClickException(str(error)) from None
-    click.echo(f"Kafka broker running at {info.bootstrap_servers} (pid {info.pid}, "
-               f"started in {info.startup_seconds:.1f} s, log {info.log_file})")
+    info = DevBroker(directory, port=port).start(owned=False)
+    if info.reused:
+        click.echo(f"Kafka broker already running at {info.bootstrap_servers} (pid {info.pid})")
+    else:
+        click.echo(f"Kafka broker running at {info.bootstrap_servers} (pid {info.pid}, "
+                   f"started in {info.startup_seconds:.1f} s, log {info.log_file})")
 
 
 @dev_broker.command("status")
 @_directory_option
 def dev_broker_status(directory: Path | None) -> None:
-    """Say whether the broker runs and where; exit 1 when it does not."""
+    """Say whether the broker runs and where; exit 1 when it does not, 2 when it does not answer."""
     info = DevBroker(directory).status()
     if info is None:
         click.echo("Kafka broker not running")
         raise SystemExit(1)
+    if not info.answering:
+        click.echo(f"Kafka broker (pid {info.pid}) is running but not answering at {info.bootstrap_servers}; "
+                   f"`streams-rt dev-broker stop` ends it (log {info.log_file})")
+        raise SystemExit(2)
     click.echo(f"Kafka broker running at {info.bootstrap_servers} (pid {info.pid}, log {info.log_file})")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -61,5 +62,19 @@ def spark(_spark_sessions: _SparkSessions) -> SparkSession:
 @pytest.fixture
 def spark_cluster(_spark_sessions: _SparkSessions) -> SparkSession:
     """Spark in `local-cluster[2,1,1024]`: two executor JVMs with real Python workers (30-50 s to
-    start); tests using it carry the `local_cluster` marker and should sit in one module."""
-    return _spark_sessions.get("local-cluster[2,1,1024]")
+    start); tests using it carry the `local_cluster` marker and should sit in one module.
+
+    Waits until both executors have registered: Spark only waits 30 s for them, and on a loaded
+    machine a first job could otherwise run on one executor alone."""
+    session = _spark_sessions.get("local-cluster[2,1,1024]")
+    deadline = time.monotonic() + 120
+    while _executor_count(session) < 2:
+        if time.monotonic() > deadline:
+            pytest.fail(f"only {_executor_count(session)} of 2 executors registered within 120 s")
+        time.sleep(0.5)
+    return session
+
+
+def _executor_count(session: SparkSession) -> int:
+    """Registered executors (Spark's block manager list also holds the driver)."""
+    return session.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1

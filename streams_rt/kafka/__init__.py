@@ -1,1 +1,2 @@
-"""Broker-facing helpers: the development broker launcher, admin and partitioner helpers."""
+"""Broker-facing helpers: the development broker launcher, locating Java and the Kafka jars, and a
+changelog watermark lookup that retries while a new topic's leadership settles."""

@@ -3,11 +3,13 @@ development, demos and tests. It runs the jars that `make jars` resolves from Ma
 
 Two ways to run it:
 - owned (`start(owned=True)`, the default for tests and the demo): the broker gets SIGTERM when the
-  process that started it dies, so a crashed test run never leaves a broker behind;
+  thread that started it ends (Linux's PR_SET_PDEATHSIG follows the forking *thread*, not the
+  process), so a crashed test run never leaves a broker behind; start an owned broker from a thread
+  that lives as long as you need the broker, e.g. the main thread;
 - detached (`streams-rt dev-broker start`): it runs in its own session until `stop`.
 
 A `broker.json` file in the broker directory records the running broker, so a second `start` on the
-same directory reuses it instead of starting another.
+same directory reuses it instead of starting another; a file lock serialises start and stop.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
@@ -35,7 +37,13 @@ from streams_rt.kafka.jvm import KAFKA_LIBS, find_java, kafka_classpath
 log = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
+_START_TIMEOUT_S = 90.0
+_STOP_TIMEOUT_S = 60.0
+_TAIL_LINES = 10  # per log file in a start-up error: enough for the cause, short of the config dump
 _PR_SET_PDEATHSIG = 1
+# Resolved once here: dlopen/dlsym in the forked child of a multi-threaded process can deadlock on
+# the loader lock, so the preexec hook only calls the already-resolved function.
+_prctl = ctypes.CDLL(None, use_errno=True).prctl
 
 
 class BrokerError(RuntimeError):
@@ -44,15 +52,16 @@ class BrokerError(RuntimeError):
 
 @dataclass(frozen=True)
 class BrokerInfo:
-    """A running broker, as recorded in `broker.json`."""
+    """A running broker, as recorded in `broker.json` (`answering` and `reused` are not recorded:
+    they describe one status or start call)."""
 
     pid: int
     port: int
-    controller_port: int
     directory: str
     log_file: str
-    started_at: float
     startup_seconds: float
+    answering: bool = field(default=True, compare=False)  # False: alive but missed the metadata probe
+    reused: bool = field(default=False, compare=False)  # True: start() found it already running
 
     @property
     def bootstrap_servers(self) -> str:
@@ -76,7 +85,8 @@ class DevBroker:
         libs: Path = KAFKA_LIBS,
         heap: str = "512m",
     ) -> None:
-        self.directory = Path(directory) if directory else default_directory()
+        # Absolute: the JVM runs with cwd=directory, and its command line identifies it in /proc.
+        self.directory = (Path(directory) if directory else default_directory()).resolve()
         self.port = port
         self.java = java
         self.libs = libs
@@ -104,46 +114,65 @@ class DevBroker:
         return self.directory / "logs" / "console.log"
 
     # ---- public API ------------------------------------------------------------------------
-    def start(self, owned: bool = True, timeout_s: float = 90.0) -> BrokerInfo:
-        """Start the broker, or return the one already running on this directory."""
+    def start(self, owned: bool = True) -> BrokerInfo:
+        """Start the broker, or return the one already running on this directory (`reused=True`).
+
+        An owned broker dies with the calling *thread* (see the module docstring). Raises BrokerError
+        when this directory's broker process is alive but does not answer: a second JVM on the same
+        data would fail, so it has to be stopped first."""
         _validate_port(self.port)
         java = find_java(self.java)
         classpath = kafka_classpath(self.libs)
         self.directory.mkdir(parents=True, exist_ok=True)
         with self._start_lock():
             running = self.status()
+            if running is not None and not running.answering:
+                raise BrokerError(f"the Kafka broker of {self.directory} (pid {running.pid}) is running but does "
+                                  f"not answer on {running.bootstrap_servers}; stop it first "
+                                  f"(`streams-rt dev-broker stop`), see {self.log_file}")
             if running is not None:
                 log.info("reusing the Kafka broker already running at %s (pid %d)",
                          running.bootstrap_servers, running.pid)
-                return running
+                return replace(running, reused=True)
             port, controller_port = self._choose_ports()
             self._write_configuration(port, controller_port)
             self._format_storage(java, classpath)
-            return self._launch(java, classpath, port, controller_port, owned, timeout_s)
+            return self._launch(java, classpath, port, owned)
 
     def status(self) -> BrokerInfo | None:
-        """The running broker of this directory, or None (a stale `broker.json` is removed)."""
+        """The broker of this directory, or None when none runs (a stale `broker.json` is removed).
+
+        A broker whose process is alive but misses a 5 s metadata probe (hung, SIGSTOPped) comes back
+        with `answering=False` and stays recorded, so that `stop` can still end it."""
         info = self._read_state()
         if info is None:
             return None
-        if not _is_our_broker(info.pid, self._properties_file) or not _metadata_ok(info.bootstrap_servers, 5.0):
+        if not _is_our_broker(info.pid, self._properties_file):
             self._state_file.unlink(missing_ok=True)
             return None
+        if not _metadata_ok(info.bootstrap_servers, 5.0):
+            return replace(info, answering=False)
         return info
 
-    def stop(self, timeout_s: float = 60.0) -> bool:
-        """Stop the broker of this directory with SIGTERM (SIGKILL after `timeout_s`).
-
-        Returns False when no broker was running."""
-        info = self._read_state()
-        self._state_file.unlink(missing_ok=True)
-        if info is None or not _is_our_broker(info.pid, self._properties_file):
+    def stop(self) -> bool:
+        """Stop the broker of this directory with SIGTERM (SIGKILL after 60 s); waits for a start in
+        progress. Returns False when no broker was running."""
+        if not self.directory.is_dir():
             return False
-        os.kill(info.pid, signal.SIGTERM)
-        if not _wait_for_exit(info.pid, timeout_s):
-            log.warning("broker pid %d did not stop within %.0f s of SIGTERM; sending SIGKILL", info.pid, timeout_s)
-            os.kill(info.pid, signal.SIGKILL)
-            _wait_for_exit(info.pid, 10.0)
+        with self._start_lock():
+            info = self._read_state()
+            self._state_file.unlink(missing_ok=True)
+            if info is None or not _is_our_broker(info.pid, self._properties_file):
+                return False
+            try:
+                os.kill(info.pid, signal.SIGTERM)
+                if not _wait_for_exit(info.pid, _STOP_TIMEOUT_S):
+                    log.warning("broker pid %d did not stop within %.0f s of SIGTERM; sending SIGKILL",
+                                info.pid, _STOP_TIMEOUT_S)
+                    os.kill(info.pid, signal.SIGKILL)
+                    _wait_for_exit(info.pid, 10.0)
+            except ProcessLookupError:  # it exited between the check and the signal: stopped all the same
+                pass
         log.info("stopped the Kafka broker at %s (pid %d)", info.bootstrap_servers, info.pid)
         return True
 
@@ -160,7 +189,7 @@ class DevBroker:
     def _choose_ports(self) -> tuple[int, int]:
         """The requested port, else the ports of the previous run if free (so a restarted broker keeps
         its address), else fresh free ports."""
-        previous = json.loads(self._ports_file.read_text()) if self._ports_file.exists() else {}
+        previous = self._read_ports()
         if self.port:
             if not _port_free(self.port):
                 raise BrokerError(f"port {self.port} on {LOOPBACK} is already in use; choose another or use 0 for a free port")
@@ -214,22 +243,21 @@ class DevBroker:
         )
 
     def _format_storage(self, java: str, classpath: str) -> None:
-        """Format KRaft storage once; a formatted directory keeps its data across restarts."""
+        """Format KRaft storage once; a formatted directory keeps its data across restarts (checked here
+        rather than with --ignore-formatted, which would cost a JVM start on every restart)."""
         if (self.directory / "data" / "meta.properties").exists():
             return
         cluster_id = _new_cluster_id()
         result = subprocess.run(
             [java, "-cp", classpath, f"-Dlog4j2.configurationFile={self.directory / 'log4j2.properties'}",
-             "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._properties_file),
-             "--ignore-formatted"],
+             "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._properties_file)],
             capture_output=True, text=True, timeout=120,
         )
         if result.returncode != 0:
             raise BrokerError(f"formatting KRaft storage in {self.directory / 'data'} failed:\n"
                               f"{result.stdout}{result.stderr}")
 
-    def _launch(self, java: str, classpath: str, port: int, controller_port: int,
-                owned: bool, timeout_s: float) -> BrokerInfo:
+    def _launch(self, java: str, classpath: str, port: int, owned: bool) -> BrokerInfo:
         command = [
             java, f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
             "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={self.directory / 'log4j2.properties'}",
@@ -243,42 +271,73 @@ class DevBroker:
                 cwd=self.directory, start_new_session=not owned,
                 preexec_fn=_die_with_parent(os.getpid()) if owned else None,
             )
+        # Until broker.json records it, nothing else can find this JVM: any failure or interrupt
+        # (Ctrl-C included) before then must end it here.
+        try:
+            info = self._wait_until_ready(process, port, began)
+            self._state_file.write_text(json.dumps(_record(info), indent=2))
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+        log.info("Kafka broker ready at %s in %.1f s (pid %d, log %s)",
+                 info.bootstrap_servers, info.startup_seconds, info.pid, self.log_file)
+        return info
+
+    def _wait_until_ready(self, process: subprocess.Popen[bytes], port: int, began: float) -> BrokerInfo:
         bootstrap = f"{LOOPBACK}:{port}"
-        deadline = began + timeout_s
-        while time.monotonic() < deadline:
+        while time.monotonic() < began + _START_TIMEOUT_S:
             if process.poll() is not None:
                 raise BrokerError(f"the Kafka broker exited with code {process.returncode} during start-up; "
                                   f"last lines of {self._console_file} and {self.log_file}:\n{self._log_tail()}")
             if _metadata_ok(bootstrap, 2.0):
-                break
+                return BrokerInfo(pid=process.pid, port=port, directory=str(self.directory),
+                                  log_file=str(self.log_file),
+                                  startup_seconds=round(time.monotonic() - began, 2))
             time.sleep(0.2)
-        else:
-            process.kill()
-            raise BrokerError(f"the Kafka broker did not answer a metadata request on {bootstrap} within "
-                              f"{timeout_s:.0f} s; see {self.log_file}:\n{self._log_tail()}")
-        info = BrokerInfo(pid=process.pid, port=port, controller_port=controller_port,
-                          directory=str(self.directory), log_file=str(self.log_file),
-                          started_at=time.time(), startup_seconds=round(time.monotonic() - began, 2))
-        self._state_file.write_text(json.dumps(asdict(info), indent=2))
-        log.info("Kafka broker ready at %s in %.1f s (pid %d, log %s)",
-                 bootstrap, info.startup_seconds, info.pid, self.log_file)
-        return info
+        raise BrokerError(f"the Kafka broker did not answer a metadata request on {bootstrap} within "
+                          f"{_START_TIMEOUT_S:.0f} s; see {self.log_file}:\n{self._log_tail()}")
 
     def _read_state(self) -> BrokerInfo | None:
+        """The recorded broker; keys this version does not know (older files had `controller_port` and
+        `started_at`) are ignored, and an unreadable file counts as no record."""
         try:
-            return BrokerInfo(**json.loads(self._state_file.read_text()))
+            record = json.loads(self._state_file.read_text())
+            return BrokerInfo(**{key: record[key] for key in _RECORDED_FIELDS})
         except FileNotFoundError:
             return None
-        except (ValueError, TypeError) as error:
-            log.warning("ignoring unreadable %s: %s", self._state_file, error)
+        except (ValueError, TypeError, KeyError) as error:
+            log.warning("ignoring unreadable %s: %r", self._state_file, error)
             return None
 
-    def _log_tail(self, lines: int = 30) -> str:
+    def _read_ports(self) -> dict[str, int]:
+        """The previous run's ports; an unreadable file only costs the reuse of its ports."""
+        try:
+            ports = json.loads(self._ports_file.read_text())
+            if not isinstance(ports, dict):
+                raise ValueError(f"expected a JSON object, got {ports!r}")
+            return {key: value for key, value in ports.items()
+                    if key in ("port", "controller_port") and isinstance(value, int) and 0 < value <= 65535}
+        except FileNotFoundError:
+            return {}
+        except ValueError as error:
+            log.warning("ignoring unreadable %s: %s", self._ports_file, error)
+            return {}
+
+    def _log_tail(self) -> str:
         tails = []
         for path in (self._console_file, self.log_file):
             if path.exists():
-                tails.extend(path.read_text(errors="replace").splitlines()[-lines:])
+                tails.extend(path.read_text(errors="replace").splitlines()[-_TAIL_LINES:])
         return "\n".join(tails)
+
+
+_RECORDED_FIELDS = ("pid", "port", "directory", "log_file", "startup_seconds")
+
+
+def _record(info: BrokerInfo) -> dict[str, object]:
+    """What `broker.json` keeps of `info`."""
+    return {key: getattr(info, key) for key in _RECORDED_FIELDS}
 
 
 def _new_cluster_id() -> str:
@@ -336,12 +395,12 @@ def _silent_logger() -> logging.Logger:
 _SILENT = _silent_logger()
 
 
-def _die_with_parent(parent_pid: int):
-    """A preexec hook: ask Linux to SIGTERM the broker when its parent dies (PR_SET_PDEATHSIG)."""
+def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+    """A preexec hook: ask Linux to SIGTERM the broker when its parent dies (PR_SET_PDEATHSIG). Linux
+    sends it when the parent *thread* that forked exits, even if the rest of the process lives on."""
 
     def hook() -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != parent_pid:  # the parent died before prctl took effect
             os._exit(1)
 

@@ -23,21 +23,27 @@ class JavaCompileError(subprocess.CalledProcessError):
         return f"{super().__str__()}\n{self.stderr or ''}{self.output or ''}".rstrip()
 
 
-def find_java(java: str | None = None) -> str:
-    """The `java` executable: an explicit path, else $JAVA_HOME/bin/java, else `java` on PATH."""
-    candidates = [java] if java else []
-    if not java and os.environ.get("JAVA_HOME"):
-        candidates.append(str(Path(os.environ["JAVA_HOME"]) / "bin" / "java"))
-    if not java:
-        candidates.append("java")
+def find_jdk_tool(name: str, explicit: str | None = None) -> str:
+    """A JDK executable (`java`, `javac`): an explicit path, else $JAVA_HOME/bin/<name>, else <name> on
+    PATH, so that the JDK JAVA_HOME names runs and compiles alike."""
+    candidates = [explicit] if explicit else []
+    if not explicit and os.environ.get("JAVA_HOME"):
+        candidates.append(str(Path(os.environ["JAVA_HOME"]) / "bin" / name))
+    if not explicit:
+        candidates.append(name)
     for candidate in candidates:
         found = shutil.which(candidate)
         if found:
             return found
     raise JvmSetupError(
-        f"Java was not found (looked for {', '.join(candidates)}). "
+        f"{name} was not found (looked for {', '.join(candidates)}). "
         "Install a JDK 17 or newer: `apt-get install -y openjdk-17-jdk-headless`."
     )
+
+
+def find_java(java: str | None = None) -> str:
+    """The `java` executable (see find_jdk_tool)."""
+    return find_jdk_tool("java", java)
 
 
 def kafka_classpath(libs: Path = KAFKA_LIBS) -> str:
@@ -56,9 +62,7 @@ def compile_java(sources: list[Path], out_dir: Path) -> str:
     stamp = out_dir / ".compiled"
     newest = max(src.stat().st_mtime for src in sources)
     if not stamp.exists() or stamp.stat().st_mtime < newest:
-        javac = shutil.which("javac")
-        if javac is None:
-            raise JvmSetupError("javac was not found: `apt-get install -y openjdk-17-jdk-headless`.")
+        javac = find_jdk_tool("javac")
         out_dir.mkdir(parents=True, exist_ok=True)
         command = [javac, "-nowarn", "-d", str(out_dir), "-cp", classpath, *map(str, sources)]
         result = subprocess.run(command, capture_output=True, text=True)

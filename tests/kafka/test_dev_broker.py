@@ -3,6 +3,7 @@ data, is found again instead of started twice, dies with its owner, and fails cl
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -64,18 +65,32 @@ def test_records_round_trip_through_a_new_topic(kafka_broker: BrokerInfo) -> Non
 def test_second_start_reuses_the_running_broker(kafka_broker: BrokerInfo) -> None:
     again = DevBroker(kafka_broker.directory).start()
     assert (again.pid, again.port) == (kafka_broker.pid, kafka_broker.port)
+    assert again.reused and not kafka_broker.reused
+
+
+def test_a_broker_json_from_an_older_version_is_still_read(kafka_broker: BrokerInfo) -> None:
+    """Older versions also recorded `controller_port` and `started_at`; their running broker must still
+    be found (else a start would launch a second JVM on the same data)."""
+    state_file = Path(kafka_broker.directory) / "broker.json"
+    current = state_file.read_text()
+    state_file.write_text(json.dumps({**json.loads(current), "controller_port": 1, "started_at": 0.0}))
+    try:
+        assert DevBroker(kafka_broker.directory).status() == kafka_broker
+    finally:
+        state_file.write_text(current)
 
 
 def test_cli_start_status_stop_then_restart_keeps_data(tmp_path: Path) -> None:
     cli = [sys.executable, "-m", "streams_rt.cli", "dev-broker"]
     directory = ["--dir", str(tmp_path / "broker")]
-    started = subprocess.run([*cli, "start", *directory], capture_output=True, text=True, timeout=120)
-    assert started.returncode == 0, started.stderr
-    assert "running at 127.0.0.1:" in started.stdout
     try:
+        started = subprocess.run([*cli, "start", *directory], capture_output=True, text=True, timeout=120)
+        assert started.returncode == 0, started.stderr
+        assert "running at 127.0.0.1:" in started.stdout
         status = subprocess.run([*cli, "status", *directory], capture_output=True, text=True, timeout=60)
         assert status.returncode == 0 and "running at" in status.stdout
         again = subprocess.run([*cli, "start", *directory], capture_output=True, text=True, timeout=60)
+        assert again.returncode == 0, again.stderr
         assert "already running" in again.stdout
         info = DevBroker(tmp_path / "broker").status()
         assert info is not None
@@ -90,9 +105,54 @@ def test_cli_start_status_stop_then_restart_keeps_data(tmp_path: Path) -> None:
     restarted = restarted_broker.start()
     try:
         assert restarted.pid != info.pid
+        assert restarted.port == info.port, "a restarted broker keeps its free port"
         assert "kept-across-restart" in _topics(restarted.bootstrap_servers)
     finally:
         assert restarted_broker.stop()
+
+
+def test_a_broker_that_does_not_answer_stays_recorded_and_stoppable(tmp_path: Path) -> None:
+    """A SIGSTOPped broker misses the metadata probe but is alive: status must say so (not "not
+    running"), start must not launch a second JVM on its data, and stop must still end it."""
+    cli = [sys.executable, "-m", "streams_rt.cli", "dev-broker"]
+    directory = ["--dir", str(tmp_path / "broker")]
+    broker = DevBroker(tmp_path / "broker")
+    info = broker.start(owned=True)
+    try:
+        os.kill(info.pid, signal.SIGSTOP)
+        status = subprocess.run([*cli, "status", *directory], capture_output=True, text=True, timeout=60)
+        assert status.returncode == 2, (status.stdout, status.stderr)
+        assert f"(pid {info.pid}) is running but not answering" in status.stdout
+        with pytest.raises(BrokerError, match="does not answer"):
+            broker.start()
+        os.kill(info.pid, signal.SIGCONT)
+        stopped = subprocess.run([*cli, "stop", *directory], capture_output=True, text=True, timeout=120)
+        assert stopped.returncode == 0 and "Kafka broker stopped" in stopped.stdout, stopped.stderr
+        assert not _alive(info.pid)
+    finally:
+        if _alive(info.pid):
+            os.kill(info.pid, signal.SIGCONT)
+            broker.stop()
+
+
+def test_cli_start_resolves_a_relative_dir_and_ignores_a_garbage_ports_file(tmp_path: Path) -> None:
+    (tmp_path / "broker").mkdir()
+    (tmp_path / "broker" / "ports.json").write_text("{not json")
+    cli = [sys.executable, "-m", "streams_rt.cli", "dev-broker"]
+    try:
+        started = subprocess.run([*cli, "start", "--dir", "broker"], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=120)
+        assert started.returncode == 0, started.stderr
+        assert "running at 127.0.0.1:" in started.stdout
+        assert "ignoring unreadable" in started.stderr and "Traceback" not in started.stderr
+        info = DevBroker(tmp_path / "broker").status()
+        assert info is not None and info.answering
+        assert info.directory == str((tmp_path / "broker").resolve())
+    finally:
+        stopped = subprocess.run([*cli, "stop", "--dir", "broker"], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=120)
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stderr
+    assert not _alive(info.pid)
 
 
 def test_owned_broker_stops_when_its_parent_is_killed(tmp_path: Path) -> None:
@@ -149,6 +209,27 @@ def test_cli_error_is_one_line_without_traceback(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=60, env={**os.environ})
     assert result.returncode == 1
     assert result.stderr.strip() == "Error: port must be 0 (any free port) or 1-65535, not 70000"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "streams_rt.cli", "dev-broker", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def _assert_one_error_line(result: subprocess.CompletedProcess[str], expected: str) -> None:
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and expected in lines[0], result.stderr
+
+
+def test_cli_start_in_an_impossible_dir_is_one_line() -> None:
+    _assert_one_error_line(_cli("start", "--dir", "/proc/nope"), "/proc/nope")
+
+
+def test_cli_status_and_stop_errors_are_one_line(tmp_path: Path) -> None:
+    (tmp_path / "broker.json").mkdir()  # unreadable as a file: an OSError, not "no record"
+    _assert_one_error_line(_cli("status", "--dir", str(tmp_path)), "broker.json")
+    _assert_one_error_line(_cli("stop", "--dir", str(tmp_path)), "broker.json")
 
 
 def test_cluster_ids_never_start_with_a_dash() -> None:

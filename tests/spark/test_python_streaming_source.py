@@ -3,6 +3,9 @@ local-cluster[2,1,1024] (separate executor JVMs and Python workers)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -35,10 +38,21 @@ class _BoundedRangeReader(DataSourceStreamReader):
         return [_RangePartition(start["offset"], middle), _RangePartition(middle, end["offset"])]
 
     def read(self, partition: _RangePartition):
-        import os
-
+        executor_pid = _executor_jvm_pid()
         for value in range(partition.start, partition.end):
-            yield (value, os.getpid())
+            yield (value, executor_pid)
+
+
+def _executor_jvm_pid() -> int:
+    """The pid of the executor JVM (CoarseGrainedExecutorBackend) among this Python worker's ancestors,
+    or -1: in local mode the worker's ancestor is the driver JVM, which runs no such backend."""
+    pid = os.getpid()
+    while pid > 1:
+        if b"CoarseGrainedExecutorBackend" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return pid
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        pid = int(stat[stat.rindex(")") + 2:].split()[1])  # field 4, after "pid (comm) state"
+    return -1
 
 
 class BoundedRangeSource(DataSource):
@@ -47,13 +61,14 @@ class BoundedRangeSource(DataSource):
         return "bounded_range"
 
     def schema(self) -> str:
-        return "value INT, worker_pid INT"
+        return "value INT, executor_pid INT"
 
     def streamReader(self, schema):
         return _BoundedRangeReader()
 
 
 def _run_two_batches(session: SparkSession, table: str) -> tuple[list[int], int, set[int]]:
+    """The values read, the number of micro-batches with rows, and the executor JVM pids that read them."""
     session.dataSource.register(BoundedRangeSource)
     query = (session.readStream.format("bounded_range").load()
              .writeStream.format("memory").queryName(table).start())
@@ -62,20 +77,23 @@ def _run_two_batches(session: SparkSession, table: str) -> tuple[list[int], int,
         batches_with_rows = [p for p in query.recentProgress if p["numInputRows"] > 0]
     finally:
         query.stop()
-    rows = session.sql(f"SELECT value, worker_pid FROM {table}").collect()
-    return sorted(r.value for r in rows), len(batches_with_rows), {r.worker_pid for r in rows}
+    rows = session.sql(f"SELECT value, executor_pid FROM {table}").collect()
+    return sorted(r.value for r in rows), len(batches_with_rows), {r.executor_pid for r in rows}
 
 
 def test_two_micro_batches_in_local_mode(spark: SparkSession) -> None:
-    values, batches, _ = _run_two_batches(spark, "range_local")
+    values, batches, executor_pids = _run_two_batches(spark, "range_local")
     assert values == list(range(TOTAL_ROWS))
     assert batches == 2
+    assert executor_pids == {-1}, "local mode has no executor JVM: the probe must not find one"
 
 
 @pytest.mark.local_cluster
 def test_two_micro_batches_in_local_cluster(spark_cluster: SparkSession) -> None:
-    values, batches, worker_pids = _run_two_batches(spark_cluster, "range_cluster")
+    values, batches, executor_pids = _run_two_batches(spark_cluster, "range_cluster")
     assert values == list(range(TOTAL_ROWS))
     assert batches == 2
-    import os
-    assert os.getpid() not in worker_pids, "rows must come from executor Python workers"
+    driver_jvm_pid = spark_cluster.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    assert len(executor_pids) == 2 and -1 not in executor_pids, (
+        f"rows must come from Python workers of 2 distinct executor JVMs, got {executor_pids}")
+    assert driver_jvm_pid not in executor_pids

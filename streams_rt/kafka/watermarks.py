@@ -1,0 +1,30 @@
+"""A partition's watermark offsets, retried while a new topic settles: right after a topic is
+created the broker may answer LEADER_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PART for a moment. Here,
+in the broker-facing package, so the coordinator and the state package share it without either
+depending on the other."""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+RETRIABLE = frozenset({
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._TIMED_OUT,
+})
+
+
+def watermark_offsets(consumer: Consumer, topic: str, partition: int, timeout_s: float = 30.0) -> tuple[int, int]:
+    """(low, high) of the partition; high is the last stable offset under read_committed. Raises
+    KafkaException for an error that is not retriable, or for any once `timeout_s` has passed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=5.0)
+        except KafkaException as exc:
+            if exc.args[0].code() not in RETRIABLE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
