@@ -8,7 +8,7 @@ after the last commit are never restored (the restore consumer reads committed r
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,7 +80,6 @@ class ChangelogWriter:
         self,
         bootstrap_servers: str,
         transactional_id: str | None = None,
-        overrides: Mapping[str, Any] | None = None,
         timeout_s: float = 60.0,
     ) -> None:
         conf: dict[str, Any] = {
@@ -92,14 +91,13 @@ class ChangelogWriter:
         }
         if transactional_id is not None:
             conf["transactional.id"] = transactional_id
-        conf.update(overrides or {})
         self._timeout_s = timeout_s
         self._producer: Producer | None = Producer(conf)
         self._offsets: dict[TopicPartition, int] = {}
         self._errors: list[ChangelogError] = []
-        self.transactional = transactional_id is not None
+        self._transactional = transactional_id is not None
         self._in_transaction = False
-        if self.transactional:
+        if self._transactional:
             # Fences any previous owner of this transactional.id and aborts its open transaction.
             self._producer.init_transactions(timeout_s)
 
@@ -113,7 +111,7 @@ class ChangelogWriter:
             self._offsets[tp] = offset
 
     def send(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
-        if self.transactional and not self._in_transaction:
+        if self._transactional and not self._in_transaction:
             self._producer.begin_transaction()
             self._in_transaction = True
         while True:
@@ -147,10 +145,16 @@ class ChangelogWriter:
             self._producer.abort_transaction(self._timeout_s)
             self._in_transaction = False
 
-    def close(self) -> None:
-        """Flush, close and drop the producer (it holds our delivery callback: dropping it breaks
-        the cycle, so nothing waits for the garbage collector)."""
+    def close(self, discard: bool = False) -> None:
+        """Flush (or, with `discard`, purge what is not yet delivered), close and drop the producer
+        (it holds our delivery callback: dropping it breaks the cycle, so nothing waits for the
+        garbage collector). A dirty close discards: the stores dropped those writes, sending them
+        anyway would only duplicate them, and with the broker gone a flush would block."""
         if self._producer is not None:
-            self._producer.flush(self._timeout_s)
+            if discard:
+                self._producer.purge()
+                self._producer.poll(0)  # serve the purged records' delivery reports
+            else:
+                self._producer.flush(self._timeout_s)
             self._producer.close()
             self._producer = None

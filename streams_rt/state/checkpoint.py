@@ -9,20 +9,19 @@ atomic write (temp file, fsync, rename, fsync of the directory).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from streams_rt.atomic_file import atomic_write_bytes
 from streams_rt.protocol import OFFSET_SUM_OFFSET_UNKNOWN, TopicPartition
+from streams_rt.protocol.wire import INT32_MAX, INT64_MAX
 from streams_rt.state.errors import CorruptCheckpoint
 
 CHECKPOINT_FILE = ".checkpoint"
 VERSION = 0
 _WHITESPACE = re.compile(r"\s+")
 _INT = re.compile(r"[+-]?\d+")
-_JAVA_INT_MAX = 2**31 - 1
-_JAVA_LONG_MAX = 2**63 - 1
 
 
 def format_checkpoint(offsets: Mapping[TopicPartition, int]) -> str:
@@ -31,9 +30,9 @@ def format_checkpoint(offsets: Mapping[TopicPartition, int]) -> str:
     for tp, offset in offsets.items():
         if not tp.topic or _WHITESPACE.search(tp.topic):
             raise ValueError(f"topic name cannot be checkpointed: {tp.topic!r}")
-        if not 0 <= tp.partition <= _JAVA_INT_MAX:
+        if not 0 <= tp.partition <= INT32_MAX:
             raise ValueError(f"partition out of range for {tp}")
-        if not (0 <= offset <= _JAVA_LONG_MAX or offset == OFFSET_SUM_OFFSET_UNKNOWN):
+        if not (0 <= offset <= INT64_MAX or offset == OFFSET_SUM_OFFSET_UNKNOWN):
             raise ValueError(f"offset {offset} for {tp} cannot be checkpointed")
         lines.append(f"{tp.topic} {tp.partition} {offset}")
     return "\n".join(lines) + "\n"
@@ -55,20 +54,20 @@ def parse_checkpoint(text: str, path: Path | str | None = None) -> dict[TopicPar
         lines.pop()  # the terminating newline
     if not lines:
         raise CorruptCheckpoint(path, 1, "file is empty")
-    version = _parse_int(lines[0].strip(), path, 1, "version", _JAVA_INT_MAX)
+    version = _parse_int(lines[0].strip(), path, 1, "version", INT32_MAX)
     if version != VERSION:
         raise CorruptCheckpoint(path, 1, f"unknown checkpoint version {version}")
     if len(lines) < 2:
         raise CorruptCheckpoint(path, 2, "file ended before the entry count")
-    expected = _parse_int(lines[1].strip(), path, 2, "entry count", _JAVA_INT_MAX)
+    expected = _parse_int(lines[1].strip(), path, 2, "entry count", INT32_MAX)
     offsets: dict[TopicPartition, int] = {}
     for number, line in enumerate(lines[2:], start=3):
         pieces = _WHITESPACE.split(line.strip())
         if len(pieces) != 3:
             raise CorruptCheckpoint(path, number, f"malformed line {line!r} (expected 'topic partition offset')")
         topic, partition_text, offset_text = pieces
-        partition = _parse_int(partition_text, path, number, "partition", _JAVA_INT_MAX)
-        offset = _parse_int(offset_text, path, number, "offset", _JAVA_LONG_MAX)
+        partition = _parse_int(partition_text, path, number, "partition", INT32_MAX)
+        offset = _parse_int(offset_text, path, number, "offset", INT64_MAX)
         if partition < 0 or (offset < 0 and offset != OFFSET_SUM_OFFSET_UNKNOWN):
             raise CorruptCheckpoint(path, number, f"negative partition or offset in {line!r}")
         tp = TopicPartition(topic, partition)
@@ -88,7 +87,7 @@ def offset_sum(offsets: Mapping[TopicPartition, int]) -> int:
         if offset == OFFSET_SUM_OFFSET_UNKNOWN:
             return OFFSET_SUM_OFFSET_UNKNOWN
         total += offset
-    return min(total, _JAVA_LONG_MAX)
+    return min(total, INT64_MAX)
 
 
 class OffsetCheckpoint:
@@ -116,18 +115,7 @@ class OffsetCheckpoint:
         """Write to `<file>.tmp`, fsync, rename over the file, fsync the directory.
 
         Unlike Kafka an empty map is written too, so the file always says what the store holds."""
-        data = format_checkpoint(offsets).encode("utf-8")
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.path)
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        atomic_write_bytes(self.path, format_checkpoint(offsets).encode("utf-8"))
 
     def delete(self) -> None:
         self.path.unlink(missing_ok=True)

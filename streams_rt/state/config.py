@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streams_rt.state.changelog import ChangelogSpec, ensure_changelog_topics
+from streams_rt.state.state_directory import StateDirectory
 from streams_rt.state.stores.rocksdb_options import RocksDBConfigSetter
 
 AT_LEAST_ONCE = "at_least_once"
@@ -40,6 +42,14 @@ class StateConfig:
     @property
     def exactly_once(self) -> bool:
         return self.processing_guarantee == EXACTLY_ONCE_V2
+
+    def open_state_directory(self, lock_application: bool = True) -> StateDirectory:
+        """This application's state directory under `state.dir`, cleaned after `state.cleanup.delay.ms`."""
+        return StateDirectory(self.state_dir, self.application_id, self.state_cleanup_delay_ms, lock_application)
+
+    def ensure_changelog_topics(self, specs: Iterable[ChangelogSpec], partitions: int) -> None:
+        """Create this application's missing changelog topics with `replication.factor` replicas."""
+        ensure_changelog_topics(self.bootstrap_servers, specs, partitions, self.replication_factor)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, Any]) -> StateConfig:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, Protocol
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from tqdm import tqdm
 
+from streams_rt.kafka.watermarks import watermark_offsets
 from streams_rt.protocol import TopicPartition
 from streams_rt.state.errors import ChangelogError
 from streams_rt.state.stores.base import RocksDBStore
@@ -58,13 +59,7 @@ class ConsoleRestoreListener:
                  store, tp, total_restored, seconds, rate)
 
 
-@dataclass(frozen=True)
-class RestoreResult:
-    last_offset: int | None  # offset of the last record applied (None: nothing in the changelog)
-    restored: int
-
-
-def restore_consumer(bootstrap_servers: str, group_id: str, overrides: dict[str, Any] | None = None) -> Consumer:
+def restore_consumer(bootstrap_servers: str, group_id: str) -> Consumer:
     """A consumer for restore and standby reads: assign-only, committed records only, EOF events on;
     its prefetch queue is bounded so memory does not grow with the changelog."""
     conf: dict[str, Any] = {
@@ -82,33 +77,35 @@ def restore_consumer(bootstrap_servers: str, group_id: str, overrides: dict[str,
         "fetch.queue.backoff.ms": 10,
         "fetch.wait.max.ms": 50,
     }
-    conf.update(overrides or {})
     return Consumer(conf)
-
-
-_RETRIABLE = {
-    KafkaError.NOT_LEADER_FOR_PARTITION,
-    KafkaError.LEADER_NOT_AVAILABLE,
-    KafkaError.UNKNOWN_TOPIC_OR_PART,
-    KafkaError._TIMED_OUT,
-}
 
 
 def changelog_range(consumer: Consumer, tp: TopicPartition, timeout_s: float = 30.0) -> tuple[int, int]:
     """(first offset, end offset); the end is the last stable offset under read_committed. Retries
     while a new topic's leadership settles."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            low, high = consumer.get_watermark_offsets(KafkaTopicPartition(tp.topic, tp.partition), timeout=5.0)
-        except KafkaException as exc:
-            if exc.args[0].code() not in _RETRIABLE or time.monotonic() > deadline:
-                raise ChangelogError(tp.topic, tp.partition, f"offsets unavailable: {exc}") from exc
-            time.sleep(0.1)
-            continue
-        if low < 0 or high < 0:
-            raise ChangelogError(tp.topic, tp.partition, "offsets unavailable (does the topic exist?)")
-        return low, high
+    try:
+        low, high = watermark_offsets(consumer, tp.topic, tp.partition, timeout_s)
+    except KafkaException as exc:
+        raise ChangelogError(tp.topic, tp.partition, f"offsets unavailable: {exc}") from exc
+    if low < 0 or high < 0:
+        raise ChangelogError(tp.topic, tp.partition, "offsets unavailable (does the topic exist?)")
+    return low, high
+
+
+def split_events(messages: Sequence[Message]) -> tuple[list[Message], list[Message]]:
+    """A `consume()` batch as (records, partition-EOF events), each in order. An EOF event can sit
+    anywhere in a batch, with newer records after it; any other error raises ChangelogError."""
+    records: list[Message] = []
+    eofs: list[Message] = []
+    for message in messages:
+        error = message.error()
+        if error is None:
+            records.append(message)
+        elif error.code() == KafkaError._PARTITION_EOF:
+            eofs.append(message)
+        else:
+            raise ChangelogError(message.topic() or "?", message.partition(), f"consume failed: {error}")
+    return records, eofs
 
 
 def restore_store(
@@ -119,11 +116,14 @@ def restore_store(
     end_offset: int,
     listener: StateRestoreListener | None = None,
     timeout_s: float = 60.0,
-) -> RestoreResult:
-    """Apply `tp` from `start_offset` up to `end_offset` (exclusive) into `store`, batch by batch.
+) -> int | None:
+    """Apply `tp` from `start_offset` up to `end_offset` (exclusive) into `store`, batch by batch;
+    return the offset of the last record applied (None: there was none).
 
-    Stops at the end offset or at the partition's EOF event (the end can hide behind transaction
-    markers); a consume error raises ChangelogError."""
+    A closed store is opened for bulk loading when the first records arrive, so a range holding
+    only transaction markers costs no open (the caller then calls `end_bulk_load`). Stops at the
+    end offset or at the partition's EOF event (the end can hide behind transaction markers); a
+    consume error raises ChangelogError."""
     if listener is not None:
         listener.on_restore_start(tp, store.name, start_offset, end_offset)
     consumer.assign([KafkaTopicPartition(tp.topic, tp.partition, start_offset)])
@@ -138,23 +138,19 @@ def restore_store(
                                          f"{last_offset} (restoring to {end_offset})")
                 continue
             deadline = time.monotonic() + timeout_s
-            tail = messages[-1]
-            eof = False
-            if tail.error() is not None:
-                if tail.error().code() != KafkaError._PARTITION_EOF:
-                    raise ChangelogError(tp.topic, tp.partition, f"consume failed: {tail.error()}")
-                eof = True
-                messages = messages[:-1]
-            if messages:
-                store.apply_changelog(messages)
-                last_offset = messages[-1].offset()
-                restored += len(messages)
+            records, eofs = split_events(messages)
+            if records:
+                if not store.is_open:
+                    store.open(bulk=True)
+                store.apply_changelog(records)
+                last_offset = records[-1].offset()
+                restored += len(records)
                 if listener is not None:
-                    listener.on_batch_restored(tp, store.name, last_offset, len(messages))
-            if eof:
+                    listener.on_batch_restored(tp, store.name, last_offset, len(records))
+            if eofs:
                 break
     finally:
         consumer.unassign()
     if listener is not None:
         listener.on_restore_end(tp, store.name, restored)
-    return RestoreResult(last_offset, restored)
+    return last_offset

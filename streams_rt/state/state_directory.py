@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
+from streams_rt.atomic_file import atomic_write_bytes
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
 from streams_rt.state.checkpoint import CHECKPOINT_FILE, OffsetCheckpoint, offset_sum
 from streams_rt.state.errors import CorruptCheckpoint, StateDirectoryLockedError, TaskLockedError
@@ -57,10 +58,6 @@ class TaskLock:
 
     def __init__(self, task: TaskId, directory: Path, handle: IO[str]) -> None:
         self.task, self.directory, self._handle = task, directory, handle
-
-    @property
-    def held(self) -> bool:
-        return self._handle is not None
 
     def release(self, touch: bool = True) -> None:
         """Unlock; `touch` restarts the cleanup delay, which counts from the task's last use."""
@@ -111,12 +108,7 @@ class StateDirectory:
         except (ValueError, KeyError, TypeError) as exc:
             log.warning("process metadata %s is unreadable (%s); a new process id is generated", path, exc)
         process_id = uuid.uuid4()
-        tmp = path.with_name(PROCESS_FILE + ".tmp")
-        with open(tmp, "w") as out:
-            json.dump({"processId": str(process_id), "version": 1}, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
+        atomic_write_bytes(path, json.dumps({"processId": str(process_id), "version": 1}).encode())
         return process_id
 
     def task_dir(self, task: TaskId) -> Path:
@@ -149,8 +141,8 @@ class StateDirectory:
 
     def task_offset_sums(self, running_active: Iterable[TaskId] = ()) -> dict[TaskId, int]:
         """The subscription's task offset sums: the checkpointed sum for every task directory on disk,
-        OFFSET_SUM_RUNNING_ACTIVE for tasks running as active here. A task whose checkpoint is missing
-        or unreadable is left out (logged), as Kafka's TaskManager does."""
+        OFFSET_SUM_RUNNING_ACTIVE for tasks running as active here. A task without a checkpoint is left
+        out, one whose checkpoint is unreadable too (with a warning), as Kafka's TaskManager does."""
         sums = {task: OFFSET_SUM_RUNNING_ACTIVE for task in running_active}
         for task in self.tasks_on_disk():
             if task in sums:

@@ -12,22 +12,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Message
+from confluent_kafka import Consumer, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from streams_rt.protocol import OFFSET_SUM_OFFSET_UNKNOWN, TaskId, TopicPartition
 from streams_rt.state.changelog import ChangelogSpec, ChangelogWriter, changelog_topic
 from streams_rt.state.checkpoint import offset_sum
 from streams_rt.state.config import StateConfig
-from streams_rt.state.errors import ChangelogError, CorruptCheckpoint, StateError
+from streams_rt.state.errors import CorruptCheckpoint, StateError
 from streams_rt.state.restore import (
+    CONSUME_BATCH,
     ConsoleRestoreListener,
     StateRestoreListener,
     changelog_range,
     restore_consumer,
     restore_store,
+    split_events,
 )
 from streams_rt.state.state_directory import StateDirectory, TaskLock
 from streams_rt.state.stores.base import RocksDBStore
@@ -69,17 +70,16 @@ class TaskState:
         task: TaskId,
         specs: Sequence[StoreSpec],
         listener: StateRestoreListener | None = None,
-        consumer_overrides: Mapping[str, Any] | None = None,
     ) -> None:
         self.config, self.directory, self.task = config, directory, task
         self.listener = listener if listener is not None else ConsoleRestoreListener()
         self._specs = {spec.name: spec for spec in specs}
-        self._consumer_overrides = dict(consumer_overrides or {})
         self._lock: TaskLock | None = None
         self._stores: dict[str, RocksDBStore] = {}
         self._tps: dict[str, TopicPartition] = {}
         self.offsets: dict[TopicPartition, int] = {}  # last changelog offset each store contains
-        # Standby read positions: past the last record and past commit markers seen at the end.
+        # Standby read positions: past the last record applied and past commit markers seen at
+        # the end (partition-EOF events); the only record of where a standby reads next.
         self._positions: dict[TopicPartition, int] = {}
         self._writer: ChangelogWriter | None = None
         self._consumer: Consumer | None = None
@@ -108,45 +108,51 @@ class TaskState:
             for store in self._stores.values():
                 store.wipe()
             checkpointed = {}
-        self._consumer = restore_consumer(
-            self.config.bootstrap_servers, f"{self.config.application_id}-restore", self._consumer_overrides
-        )
+        self._consumer = restore_consumer(self.config.bootstrap_servers, f"{self.config.application_id}-restore")
         return checkpointed
 
-    def _validate(self, checkpointed: Mapping[TopicPartition, int]) -> None:
+    def _validate(self, checkpointed: Mapping[TopicPartition, int]) -> dict[TopicPartition, tuple[int, int]]:
         """Keep a checkpointed offset only if it lies in the changelog's current range; otherwise
-        (or without one) wipe the store so the restore from the beginning starts from empty."""
+        (or without one) wipe the store so the restore from the beginning starts from empty.
+        Returns each changelog's range `(low, end)`: looked up once per open, not once per step."""
         assert self._consumer is not None
+        ranges: dict[TopicPartition, tuple[int, int]] = {}
         for name, store in self._stores.items():
             tp = self._tps[name]
-            low, high = changelog_range(self._consumer, tp)
+            low, high = ranges[tp] = changelog_range(self._consumer, tp)
             offset = checkpointed.get(tp)
-            reason = None
             if offset is None or offset == OFFSET_SUM_OFFSET_UNKNOWN:
-                reason = "no checkpointed offset" if store.path.exists() else None
+                if not store.path.exists():
+                    continue
+                reason = "no checkpointed offset"
+                quiet = offset is None and not _holds_data(store)  # leftovers of a store never written
             elif not store.path.exists():
-                reason = f"store files are missing although offset {offset} is checkpointed"
+                reason, quiet = f"store files are missing although offset {offset} is checkpointed", False
             elif not low - 1 <= offset < high:
-                reason = f"checkpointed offset {offset} is outside the changelog's range [{low}, {high})"
+                reason, quiet = f"checkpointed offset {offset} is outside the changelog's range [{low}, {high})", False
             else:
                 self.offsets[tp] = offset
                 continue
-            if reason is not None:
-                store.open()
-                if offset is not None or not store.is_empty():
-                    log.warning("task %s store %s: %s; wiping it and restoring %s from the beginning",
-                                self.task, name, reason, tp)
-                store.wipe()
-                store.close()
+            if not quiet:
+                log.warning("task %s store %s: %s; wiping it and restoring %s from the beginning",
+                            self.task, name, reason, tp)
+            store.wipe()  # closed: only its files go
+        return ranges
+
+    def _start_offsets(self, ranges: Mapping[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, int]:
+        """Where reading resumes after an open: past the checkpointed offset, else the changelog's beginning."""
+        return {tp: self.offsets[tp] + 1 if tp in self.offsets else low for tp, (low, _) in ranges.items()}
 
     def open_active(self) -> None:
         """Lock, fence the previous owner (exactly-once), restore every store to the changelog end."""
         try:
             checkpointed = self._open_common()
             self._writer = self._new_writer()  # after the lock: never fence a live owner
-            self._validate(checkpointed)
+            ranges = self._validate(checkpointed)
+            starts = self._start_offsets(ranges)
             for name, store in self._stores.items():
-                self._catch_up(name, store, bulk=True)
+                tp = self._tps[name]
+                self._catch_up(name, store, starts[tp], ranges[tp][1])
             self._attach_changelogs()
             self._write_checkpoint()
         except BaseException:
@@ -157,14 +163,14 @@ class TaskState:
         """Lock and open the stores read-only; `update` then applies the changelogs continuously."""
         self.standby = True
         try:
-            self._validate(self._open_common())
+            ranges = self._validate(self._open_common())
             assert self._consumer is not None
+            self._positions = self._start_offsets(ranges)
             assignment = []
             for name, store in self._stores.items():
                 store.open()
                 tp = self._tps[name]
-                start = self.offsets[tp] + 1 if tp in self.offsets else changelog_range(self._consumer, tp)[0]
-                assignment.append(KafkaTopicPartition(tp.topic, tp.partition, start))
+                assignment.append(KafkaTopicPartition(tp.topic, tp.partition, self._positions[tp]))
             self._consumer.assign(assignment)
         except BaseException:
             self.close(clean=False)
@@ -176,25 +182,22 @@ class TaskState:
         tx_id = f"{self.config.application_id}-{self.task}" if self.config.exactly_once else None
         return ChangelogWriter(self.config.bootstrap_servers, tx_id)
 
-    def _catch_up(self, name: str, store: RocksDBStore, bulk: bool) -> None:
-        """Restore `store` from its offset + 1 to the changelog's current end."""
+    def _catch_up(self, name: str, store: RocksDBStore, start: int, end: int) -> None:
+        """Restore `store` from `start` to `end`, then make it durable. A closed store (open_active)
+        is bulk loaded only if records arrive, else opened once with the processing options; an
+        open one (promote) stays open."""
         assert self._consumer is not None
         tp = self._tps[name]
-        low, high = changelog_range(self._consumer, tp)
-        start = self.offsets[tp] + 1 if tp in self.offsets else low
-        start = max(start, self._positions.get(tp, start))
-        if start >= high:
-            if not store.is_open:
-                store.open()
-            return
-        store.open(bulk=bulk)
-        result = restore_store(self._consumer, store, tp, start, high, self.listener)
-        if bulk:
+        if start < end:
+            last_offset = restore_store(self._consumer, store, tp, start, end, self.listener)
+            if last_offset is not None:
+                self.offsets[tp] = last_offset
+        if store.bulk_loading:
             store.end_bulk_load()  # flush, keep L0 below the slowdown trigger, processing options
-        else:
+        elif store.is_open:
             store.sync()
-        if result.last_offset is not None:
-            self.offsets[tp] = result.last_offset
+        else:
+            store.open()
 
     def _attach_changelogs(self) -> None:
         writer = self._writer
@@ -215,9 +218,7 @@ class TaskState:
         for store in self._stores.values():
             store.commit()
             store.sync()
-        for tp, offset in written.items():
-            if tp in self._tps.values():
-                self.offsets[tp] = offset
+        self.offsets.update(written)  # the writer only writes this task's changelog partitions
         self._write_checkpoint()
 
     def _write_checkpoint(self) -> None:
@@ -227,19 +228,15 @@ class TaskState:
         return offset_sum(self.offsets)
 
     # -- standby -----------------------------------------------------------------------------
-    def update(self, timeout_s: float = 0.1, max_records: int = 50_000) -> int:
+    def update(self, timeout_s: float = 0.1, max_records: int = CONSUME_BATCH) -> int:
         """Standby: apply whatever the changelogs have; returns the number of records applied."""
         assert self.standby and self._consumer is not None
-        messages = self._consumer.consume(max_records, timeout_s)
+        records, eofs = split_events(self._consumer.consume(max_records, timeout_s))
+        for eof in eofs:
+            tp = TopicPartition(eof.topic(), eof.partition())
+            self._positions[tp] = max(self._positions[tp], eof.offset())
         by_topic: dict[str, list[Message]] = {}
-        for message in messages:
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    tp = TopicPartition(message.topic(), message.partition())
-                    self._positions[tp] = max(self._positions.get(tp, 0), message.offset())
-                    continue
-                raise ChangelogError(message.topic() or "?", message.partition(), f"consume failed: {error}")
+        for message in records:
             by_topic.setdefault(message.topic(), []).append(message)
         applied = 0
         for name, store in self._stores.items():
@@ -248,20 +245,15 @@ class TaskState:
             if batch:
                 store.apply_changelog(batch)
                 self.offsets[tp] = batch[-1].offset()
-                self._positions[tp] = max(self._positions.get(tp, 0), self.offsets[tp] + 1)
+                self._positions[tp] = max(self._positions[tp], self.offsets[tp] + 1)
                 applied += len(batch)
         return applied
 
     def lag(self) -> int:
-        """Offsets between the standby's read position and the changelogs' current committed ends
+        """Standby: offsets between the read position and the changelogs' current committed ends
         (records plus any commit markers not yet passed): 0 when caught up."""
-        assert self._consumer is not None
-        total = 0
-        for tp in self._tps.values():
-            low, high = changelog_range(self._consumer, tp)
-            position = self.offsets[tp] + 1 if tp in self.offsets else low
-            total += max(0, high - max(position, self._positions.get(tp, 0)))
-        return total
+        assert self.standby and self._consumer is not None
+        return sum(max(0, changelog_range(self._consumer, tp)[1] - self._positions[tp]) for tp in self._tps.values())
 
     def checkpoint(self) -> None:
         """Make applied records durable and checkpoint them (standbys do this periodically)."""
@@ -271,27 +263,32 @@ class TaskState:
 
     def promote(self) -> None:
         """Standby to active, in place: the stores stay open, only the tail not yet applied is
-        read (restore starts at the standby's offset + 1), then writes go to the changelog."""
+        read (from the standby's read position), then writes go to the changelog."""
         assert self.standby and self._consumer is not None
         self._consumer.unassign()
         self.checkpoint()
         self.standby = False
         self._writer = self._new_writer()
         for name, store in self._stores.items():
-            self._catch_up(name, store, bulk=False)
+            tp = self._tps[name]
+            # The end is read now, after the fencing: the previous owner may have committed since.
+            self._catch_up(name, store, self._positions[tp], changelog_range(self._consumer, tp)[1])
         self._attach_changelogs()
         self._write_checkpoint()
 
     # -- closing -----------------------------------------------------------------------------
     def close(self, clean: bool = True) -> None:
         """Clean: commit (active) or checkpoint (standby), then release everything. Dirty: drop
-        uncommitted writes and abort the open transaction; the checkpoint stays as it was."""
+        uncommitted writes (purged from the producer too) and abort the open transaction; the
+        checkpoint stays as it was."""
+        committed = False
         try:
             if clean and self._lock is not None:
                 if self.standby:
                     self.checkpoint()
                 elif self._writer is not None:
                     self.commit()
+                    committed = True
             elif self._writer is not None:
                 try:
                     self._writer.abort()
@@ -304,8 +301,17 @@ class TaskState:
                 self._consumer.close()
                 self._consumer = None
             if self._writer is not None:
-                self._writer.close()
+                self._writer.close(discard=not committed)
                 self._writer = None
             if self._lock is not None:
                 self._lock.release()
                 self._lock = None
+
+
+def _holds_data(store: RocksDBStore) -> bool:
+    """Open a closed store just to look: only whether wiping it deserves a warning depends on it."""
+    store.open()
+    try:
+        return not store.is_empty()
+    finally:
+        store.close()

@@ -116,7 +116,21 @@ def active_until_stopped(args: dict) -> None:
         say(f"DONE {commit}")
 
 
-COMMANDS = {"hold-task": hold_task, "writer": writer, "active": active_until_stopped}
+def standby_until_killed(args: dict) -> None:
+    """A standby: catch up with the changelogs, checkpoint (no close, no flush after it), report
+    the checkpointed offsets, and wait to be killed."""
+    config = _config(args)
+    with config.open_state_directory() as directory:
+        state = TaskState(config, directory, TaskId.parse(args["task"]), SPECS)
+        state.open_standby()
+        while state.update(0.2) or state.lag():
+            pass
+        state.checkpoint()
+        say(f"CHECKPOINTED {json.dumps({f'{tp.topic} {tp.partition}': o for tp, o in state.offsets.items()})}")
+        time.sleep(600)
+
+
+COMMANDS = {"hold-task": hold_task, "writer": writer, "active": active_until_stopped, "standby": standby_until_killed}
 
 if __name__ == "__main__":
     COMMANDS[sys.argv[1]](json.loads(sys.argv[2]))

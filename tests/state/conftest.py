@@ -35,7 +35,7 @@ def eos_config(tmp_path: Path, kafka_broker: BrokerInfo, app_id: str) -> StateCo
 
 @pytest.fixture
 def state_directory(eos_config: StateConfig) -> Iterator[StateDirectory]:
-    directory = StateDirectory(eos_config.state_dir, eos_config.application_id)
+    directory = eos_config.open_state_directory()
     yield directory
     directory.close()
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -11,6 +14,7 @@ from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.state import (
     AT_LEAST_ONCE,
     ChangelogError,
+    ChangelogWriter,
     StateConfig,
     StateDirectory,
     StoreSpec,
@@ -50,6 +54,13 @@ def test_topics_are_created_compacted_with_source_partitions(eos_config: StateCo
         ensure_changelog_topics(bootstrap, specs, partitions=4)
 
 
+def test_config_creates_topics_with_its_replication_factor(make_config) -> None:  # noqa: ANN001
+    config: StateConfig = make_config(replication_factor=2)  # one broker: two replicas cannot be placed
+    with pytest.raises(ChangelogError, match="cannot be created"):
+        config.ensure_changelog_topics([KV.changelog(config.application_id)], partitions=1)
+    make_config().ensure_changelog_topics([KV.changelog(config.application_id)], partitions=1)
+
+
 @pytest.mark.parametrize("guarantee", [AT_LEAST_ONCE, "exactly_once_v2"])
 def test_records_tombstones_and_checkpoint(make_config, guarantee: str) -> None:  # noqa: ANN001
     config: StateConfig = make_config(processing_guarantee=guarantee)
@@ -84,3 +95,15 @@ def test_records_tombstones_and_checkpoint(make_config, guarantee: str) -> None:
     consumer.close()
     assert [(k, v) for k, v, _ in records] == [(b"a", b"1"), (b"b", b"2"), (b"a", None)]
     assert records[-1][2] == last  # the checkpoint names the last record the store contains
+
+
+def test_a_dirty_close_purges_instead_of_flushing() -> None:
+    """The stores dropped those writes: they must not be sent, nor wait for a broker that is gone."""
+    writer = ChangelogWriter("127.0.0.1:1", timeout_s=60)  # nothing listens: no record can be delivered
+    for i in range(100):
+        writer.send("t", 0, b"k%d" % i, b"v")
+    started = time.monotonic()
+    closing = threading.Thread(target=writer.close, kwargs={"discard": True}, daemon=True)
+    closing.start()
+    closing.join(timeout=10)
+    assert not closing.is_alive() and time.monotonic() - started < 10

@@ -1,4 +1,5 @@
-"""kill -9 of the writing process mid-write: the restore equals the last committed state."""
+"""kill -9 of the writing process mid-write: the restore equals the last committed state; kill -9
+of a standby after its checkpoint: the restore equals the checkpointed state."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from streams_rt.protocol import TaskId
 from streams_rt.state import StateConfig, StateDirectory, TaskState, ensure_changelog_topics
-from tests.state.child import SPECS, expected_kv, expected_windows
+from tests.state.child import SPECS, batch_writes, expected_kv, expected_windows
 from tests.state.conftest import Children, RecordingListener, wait_for_line
 
 pytestmark = pytest.mark.broker
@@ -69,5 +70,50 @@ def test_kill_9_mid_write_restores_last_commit(eos_config: StateConfig, children
         try:
             expected = expected_kv(commits, PER_COMMIT) | {b"after": b"crash"}
             assert dict(state.store("kv").all()) == expected
+        finally:
+            state.close()
+
+
+def test_kill_9_standby_after_checkpoint_keeps_window_segments(
+    eos_config: StateConfig, children: Children
+) -> None:
+    """Standby writes skip the WAL and window segments are column families of their own: the
+    checkpoint must come after every family is flushed, or the segments' data dies with the process."""
+    config = eos_config
+    ensure_changelog_topics(config.bootstrap_servers, [s.changelog(config.application_id) for s in SPECS], 2)
+    commits = 5
+    writer_config = StateConfig(config.application_id, config.bootstrap_servers, config.state_dir.parent / "writer",
+                                processing_guarantee=config.processing_guarantee)
+    with StateDirectory(writer_config.state_dir, writer_config.application_id) as directory:
+        active = TaskState(writer_config, directory, TASK, SPECS)
+        active.open_active()
+        for commit in range(commits):
+            for k, v in batch_writes(commit, PER_COMMIT):
+                active.store("kv").put(k, v)
+            active.store("win").put(b"w", b"w%d" % commit, commit * 60_000)
+            active.commit()
+        active.close()
+
+    child = children.start("standby", json.dumps({
+        "app_id": config.application_id, "bootstrap": config.bootstrap_servers,
+        "state_dir": str(config.state_dir), "task": str(TASK),
+    }))
+    reported = json.loads(wait_for_line(child, "CHECKPOINTED").split(" ", 1)[1])
+    child.send_signal(signal.SIGKILL)
+    assert child.wait(timeout=30) == -signal.SIGKILL
+
+    listener = RecordingListener()
+    with StateDirectory(config.state_dir, config.application_id) as directory:
+        checkpointed = directory.checkpoint_for(TASK).read()
+        assert {f"{tp.topic} {tp.partition}": offset for tp, offset in checkpointed.items()} == reported
+        assert len(checkpointed) == 2
+        state = TaskState(config, directory, TASK, SPECS, listener=listener)
+        state.open_active()
+        try:
+            # Nothing is read again: what the checkpoint names must be on disk.
+            assert listener.restored("kv") == 0 and listener.restored("win") == 0
+            assert dict(state.store("win").fetch(b"w", 0, 2**63 - 1)) == expected_windows(commits)
+            assert dict(state.store("kv").all()) == expected_kv(commits, PER_COMMIT)
+            assert state.offsets == checkpointed
         finally:
             state.close()

@@ -8,10 +8,13 @@ from collections.abc import Callable
 
 import pytest
 import rocksdict
+from confluent_kafka import KafkaError, Message
 
 from streams_rt.protocol import TaskId, TopicPartition
-from streams_rt.state import StateConfig, StateDirectory, StoreSpec, TaskState, WindowSpec, ensure_changelog_topics
-from streams_rt.state.restore import ConsoleRestoreListener
+from streams_rt.state import StateConfig, StateDirectory, StoreSpec, TaskState, WindowSpec
+from streams_rt.state.errors import ChangelogError
+from streams_rt.state.restore import ConsoleRestoreListener, restore_store, split_events
+from streams_rt.state.stores.kv import KeyValueStore
 from tests.state.child import SPECS, batch_writes, expected_kv
 from tests.state.conftest import RecordingListener
 
@@ -22,7 +25,7 @@ COMMITS, PER_COMMIT = 4, 500
 
 
 def _write(config: StateConfig, directory: StateDirectory) -> None:
-    ensure_changelog_topics(config.bootstrap_servers, [s.changelog(config.application_id) for s in SPECS], 1)
+    config.ensure_changelog_topics([s.changelog(config.application_id) for s in SPECS], 1)
     state = TaskState(config, directory, TASK, SPECS)
     state.open_active()
     for commit in range(COMMITS):
@@ -76,7 +79,7 @@ def test_restart_reads_only_the_tail(eos_config: StateConfig, written: StateDire
     state, listener = _reopen(eos_config, written)
     assert _kv_contents(state) == expected_kv(COMMITS, PER_COMMIT)
     tp = TopicPartition(f"{eos_config.application_id}-kv-changelog", 0)
-    assert listener.starts("kv") in ([], [checkpointed[tp] + 1])  # at most the commit marker is left
+    assert listener.starts("kv") == [checkpointed[tp] + 1]  # exactly_once_v2: the last commit's marker is left
     assert listener.restored("kv") == 0
     state.close()
 
@@ -141,7 +144,7 @@ def test_window_restore_applies_retention(make_config: Callable[..., StateConfig
     minute = 60_000
     spec = StoreSpec("w", WindowSpec(retention_ms=10 * minute, window_size_ms=minute, segment_interval_ms=2 * minute))
     config = make_config("a")
-    ensure_changelog_topics(config.bootstrap_servers, [spec.changelog(config.application_id)], 1)
+    config.ensure_changelog_topics([spec.changelog(config.application_id)], 1)
     with StateDirectory(config.state_dir, config.application_id) as directory:
         state = TaskState(config, directory, TASK, [spec])
         state.open_active()
@@ -167,3 +170,49 @@ def test_console_listener_logs_records_seconds_rate(caplog: pytest.LogCaptureFix
         listener.on_batch_restored(tp, "s", 9, 10)
         listener.on_restore_end(tp, "s", 10)
     assert "restored store s from t-0: 10 records in" in caplog.text and "records/s" in caplog.text
+
+
+def _record(offset: int, key: bytes, value: bytes | None = b"v") -> Message:
+    return Message(topic="t", partition=0, offset=offset, key=key, value=value)
+
+
+def _event(offset: int, code: int) -> Message:
+    return Message(topic="t", partition=0, offset=offset, error=KafkaError(code))
+
+
+class _OneBatchConsumer:
+    """A restore consumer stand-in that returns one prepared consume() batch."""
+
+    def __init__(self, batch: list[Message]) -> None:
+        self.batches = [batch]
+
+    def assign(self, partitions: object) -> None: ...
+    def unassign(self) -> None: ...
+
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+        return self.batches.pop(0) if self.batches else []
+
+
+def test_split_events_separates_records_from_eof_events_anywhere_in_a_batch() -> None:
+    batch = [_record(3, b"a"), _event(4, KafkaError._PARTITION_EOF), _record(5, b"b")]
+    records, eofs = split_events(batch)
+    assert [m.offset() for m in records] == [3, 5] and [m.offset() for m in eofs] == [4]
+    with pytest.raises(ChangelogError, match="consume failed"):
+        split_events([_record(3, b"a"), _event(4, KafkaError._MSG_TIMED_OUT)])
+
+
+def test_restore_applies_records_after_a_mid_batch_eof_event(tmp_path) -> None:  # noqa: ANN001
+    store = KeyValueStore("kv", tmp_path)
+    batch = [_record(0, b"a"), _event(1, KafkaError._PARTITION_EOF), _record(1, b"b", b"w"), _record(2, b"a", None)]
+    last = restore_store(_OneBatchConsumer(batch), store, TopicPartition("t", 0), 0, 10)  # type: ignore[arg-type]
+    assert last == 2 and store.bulk_loading
+    store.end_bulk_load()
+    assert dict(store.all()) == {b"b": b"w"}
+    store.close()
+
+
+def test_an_empty_tail_opens_no_store(tmp_path) -> None:  # noqa: ANN001
+    store = KeyValueStore("kv", tmp_path)
+    consumer = _OneBatchConsumer([_event(7, KafkaError._PARTITION_EOF)])
+    assert restore_store(consumer, store, TopicPartition("t", 0), 6, 7) is None  # type: ignore[arg-type]
+    assert not store.is_open  # only a commit marker: no bulk open, flush and reopen

@@ -65,7 +65,8 @@ def test_standby_follows_active_then_is_promoted(
 
             active = updater.promote()
             kv_tp = TopicPartition(f"{standby_config.application_id}-kv-changelog", 0)
-            # Caught up: nothing is read again (a restore would start after what was applied).
+            # Caught up (past the last commit marker too): no restore even starts.
+            assert listener.starts("kv") == [] and listener.starts("win") == []
             assert all(start > applied[kv_tp] for start in listener.starts("kv"))
             assert listener.restored("kv") == 0 and listener.restored("win") == 0
             assert active.offset_sum() >= standby_sum

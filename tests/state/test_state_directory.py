@@ -44,6 +44,17 @@ def test_default_state_dir_is_under_tmp() -> None:
     ).state_cleanup_delay_ms == 5
 
 
+def test_config_opens_its_directory_with_the_cleanup_delay(tmp_path: Path) -> None:
+    config = StateConfig.from_properties({
+        "application.id": "a", "bootstrap.servers": "x:1", "state.dir": str(tmp_path), "state.cleanup.delay.ms": "5",
+    })
+    with config.open_state_directory() as directory:
+        assert directory.root == tmp_path / "a" and directory.cleanup_delay_ms == 5
+        with directory.lock_task(TaskId(0, 0)):
+            pass
+        assert directory.clean_removed_tasks(owned=[], now_ms=time.time() * 1000 + 1_000) == [TaskId(0, 0)]
+
+
 def test_task_lock_is_exclusive_within_a_process(tmp_path: Path) -> None:
     with StateDirectory(tmp_path, "app") as directory:
         with directory.lock_task(TaskId(0, 0)):

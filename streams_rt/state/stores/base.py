@@ -48,6 +48,7 @@ class RocksDBStore(ABC):
         self._pending: dict[bytes, bytes | None] = {}
         self._send: ChangelogSend | None = None
         self._unlogged = False  # restore/standby writes not yet flushed to SST files
+        self._bulk = False  # opened with the restore options: `end_bulk_load` must follow
 
     # -- lifecycle ---------------------------------------------------------------------------
     def open(self, bulk: bool = False) -> None:
@@ -56,6 +57,7 @@ class RocksDBStore(ABC):
         self.path.mkdir(parents=True, exist_ok=True)
         options = (restore_options if bulk else store_options)(self.name, self._setter)
         self._db = self._open_db(str(self.path), options)
+        self._bulk = bulk
 
     def _open_db(self, path: str, options: rocksdict.Options) -> rocksdict.Rdict:
         # Explicit column families: otherwise rocksdict reuses the options stored on disk, and a
@@ -73,7 +75,6 @@ class RocksDBStore(ABC):
         """Delete the store's files (dropping uncommitted writes) and reopen it empty."""
         reopen = self._db is not None
         self.close()
-        self._pending.clear()
         shutil.rmtree(self.path, ignore_errors=True)
         if reopen:
             self.open()
@@ -83,16 +84,19 @@ class RocksDBStore(ABC):
         return self._db is not None
 
     @property
+    def bulk_loading(self) -> bool:
+        """Open with the restore options (`open(bulk=True)`), not yet ended by `end_bulk_load`."""
+        return self._db is not None and self._bulk
+
+    @property
     def db(self) -> rocksdict.Rdict:
         if self._db is None:
             raise StoreClosedError(f"store {self.name} is closed ({self.path})")
         return self._db
 
     def is_empty(self) -> bool:
-        """True when RocksDB holds no committed entry."""
-        for _ in self.db.keys():
-            return False
-        return True
+        """True when RocksDB holds no committed entry in any column family."""
+        return not any(next(iter(family.keys()), None) is not None for family in self._column_families())
 
     # -- logging and commit ------------------------------------------------------------------
     def attach_changelog(self, send: ChangelogSend | None) -> None:
@@ -118,7 +122,11 @@ class RocksDBStore(ABC):
     def sync(self) -> None:
         """Make everything committed so far durable before a checkpoint names it."""
         if self._unlogged:
-            self.db.flush()  # changelog writes skip the WAL: the memtables must reach SST files
+            # Changelog writes skip the WAL: every column family's memtable (window segments are
+            # families of their own) must reach SST files. The views die with this frame (see
+            # `_compact_crowded_level0`).
+            for family in self._column_families():
+                family.flush()
             self._unlogged = False
         self.db.flush_wal(True)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import rocksdict
 from confluent_kafka import Message
@@ -63,27 +63,25 @@ class KeyValueStore(RocksDBStore):
         return max(0, estimate + sum(1 if v is not None else -1 for v in self._pending.values()))
 
     def _commit_pending(self, pending: dict[bytes, bytes | None]) -> None:
-        batch = rocksdict.WriteBatch(raw_mode=True)
-        for key, value in pending.items():
-            if value is None:
-                batch.delete(key)
-            else:
-                batch.put(key, value)
-        self._write_logged(batch)
+        self._write_logged(_write_batch(pending.items()))
 
     def apply_changelog(self, messages: Sequence[Message]) -> None:
-        batch = rocksdict.WriteBatch(raw_mode=True)
-        put, delete = batch.put, batch.delete
-        for message in messages:
-            key = message.key()
-            if key is None:
-                raise_for_error(message)
-            value = message.value()
-            if value is None:
-                delete(key)
-            else:
-                put(key, value)
-        self._write_unlogged(batch)
+        keys = list(map(Message.key, messages))
+        if None in keys:
+            raise_for_error(messages[keys.index(None)])
+        self._write_unlogged(_write_batch(zip(keys, map(Message.value, messages))))
+
+
+def _write_batch(entries: Iterable[tuple[bytes, bytes | None]]) -> rocksdict.WriteBatch:
+    """One WriteBatch of puts and deletes (None), for commits and changelog batches alike."""
+    batch = rocksdict.WriteBatch(raw_mode=True)
+    put, delete = batch.put, batch.delete
+    for key, value in entries:
+        if value is None:
+            delete(key)
+        else:
+            put(key, value)
+    return batch
 
 
 def _merge(

@@ -35,9 +35,7 @@ class RocksDBConfigSetter(Protocol):
     def set_config(self, store_name: str, options: rocksdict.Options, configs: Mapping[str, Any]) -> None: ...
 
 
-def store_options(
-    store_name: str, setter: RocksDBConfigSetter | None = None, configs: Mapping[str, Any] | None = None
-) -> rocksdict.Options:
+def store_options(store_name: str, setter: RocksDBConfigSetter | None = None) -> rocksdict.Options:
     """Options for normal processing: raw bytes, LZ4, a bounded block cache and write buffers."""
     options = rocksdict.Options(raw_mode=True)
     options.create_if_missing(True)
@@ -54,17 +52,15 @@ def store_options(
     table.set_bloom_filter(10, False)
     options.set_block_based_table_factory(table)
     if setter is not None:
-        setter.set_config(store_name, options, configs or {})
+        setter.set_config(store_name, options, {})  # Kafka passes its raw configs: StateConfig keeps none
     return options
 
 
-def restore_options(
-    store_name: str, setter: RocksDBConfigSetter | None = None, configs: Mapping[str, Any] | None = None
-) -> rocksdict.Options:
+def restore_options(store_name: str, setter: RocksDBConfigSetter | None = None) -> rocksdict.Options:
     """Options for bulk restore: the same, plus unsorted vector memtables (sorted once at flush: a
     skip list's sorted inserts cost the restoring thread, which holds the GIL, about 1.3 us a record).
     Restore only writes, so lookups never pay for it."""
-    options = store_options(store_name, setter, configs)
+    options = store_options(store_name, setter)
     options.set_memtable_factory(rocksdict.MemtableFactory.vector())
     options.set_allow_concurrent_memtable_write(False)
     options.set_write_buffer_size(RESTORE_WRITE_BUFFER_BYTES)

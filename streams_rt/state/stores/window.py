@@ -16,18 +16,18 @@ from pathlib import Path
 import rocksdict
 from confluent_kafka import Message
 
+from streams_rt.protocol.wire import INT64_MAX
 from streams_rt.state.stores.base import RocksDBStore, raise_for_error
 from streams_rt.state.stores.rocksdb_options import RocksDBConfigSetter
 
 log = logging.getLogger(__name__)
 
 _TS_BYTES = 8
-_MAX_TS = 2**63 - 1
 _SEGMENT_PREFIX = "segment-"
 
 
 def window_key(key: bytes, window_start: int) -> bytes:
-    if not 0 <= window_start <= _MAX_TS:
+    if not 0 <= window_start <= INT64_MAX:
         raise ValueError(f"window start must be a non-negative epoch-ms timestamp, got {window_start}")
     return key + window_start.to_bytes(_TS_BYTES, "big")
 
@@ -96,6 +96,16 @@ class WindowStore(RocksDBStore):
     def _lowest_live(self) -> int:
         return max(0, self.stream_time - self.retention_ms + 1)
 
+    def _segments_overlapping(self, lower: int, time_to: int) -> list[rocksdict.Rdict]:
+        """The existing segments overlapping [lower, time_to], oldest first: the cost follows the
+        segments on disk, not the width of the requested range."""
+        interval = self.segment_interval_ms
+        return [
+            family
+            for segment_id, (family, _) in sorted(self._segments.items())
+            if (segment_id + 1) * interval > lower and segment_id * interval <= time_to
+        ]
+
     def fetch(self, key: bytes, time_from: int, time_to: int) -> list[tuple[int, bytes]]:
         """(window start, value) for `key` with time_from <= start <= time_to, oldest first."""
         lower = max(time_from, self._lowest_live())
@@ -103,14 +113,11 @@ class WindowStore(RocksDBStore):
             return []
         found: dict[int, bytes | None] = {}
         width = len(key) + _TS_BYTES
-        for segment_id in range(lower // self.segment_interval_ms, time_to // self.segment_interval_ms + 1):
-            segment = self._segments.get(segment_id)
-            if segment is None:
-                continue
+        for segment in self._segments_overlapping(lower, time_to):
             read_opt = rocksdict.ReadOptions()
-            if time_to < _MAX_TS:
+            if time_to < INT64_MAX:
                 read_opt.set_iterate_upper_bound(window_key(key, time_to + 1))
-            for composite, value in segment[0].items(from_key=window_key(key, lower), read_opt=read_opt):
+            for composite, value in segment.items(from_key=window_key(key, lower), read_opt=read_opt):
                 if len(composite) == width and composite.startswith(key):
                     found[int.from_bytes(composite[-_TS_BYTES:], "big")] = value
         for composite, value in self._pending.items():
@@ -120,14 +127,12 @@ class WindowStore(RocksDBStore):
                     found[start] = value
         return [(start, value) for start, value in sorted(found.items()) if value is not None]
 
-    def fetch_all(self, time_from: int = 0, time_to: int = _MAX_TS) -> list[tuple[bytes, int, bytes]]:
+    def fetch_all(self, time_from: int = 0, time_to: int = INT64_MAX) -> list[tuple[bytes, int, bytes]]:
         """(key, window start, value) for every window with time_from <= start <= time_to, ordered
         by window start then key."""
         lower = max(time_from, self._lowest_live())
         found: dict[bytes, bytes | None] = {}
-        for segment_id, (segment, _) in sorted(self._segments.items()):
-            if (segment_id + 1) * self.segment_interval_ms <= lower or segment_id * self.segment_interval_ms > time_to:
-                continue
+        for segment in self._segments_overlapping(lower, time_to):
             found.update(segment.items())
         found.update(self._pending)
         rows = []
@@ -177,16 +182,24 @@ class WindowStore(RocksDBStore):
         self._drop_expired_segments()
 
     def apply_changelog(self, messages: Sequence[Message]) -> None:
+        """Records whose segment has expired by then (stream time rising record by record, as
+        Kafka's restore) are skipped rather than written to a column family dropped right after:
+        the result is that of applying everything, then expiring."""
         batch = rocksdict.WriteBatch(raw_mode=True)
-        interval = self.segment_interval_ms
+        interval, retention = self.segment_interval_ms, self.retention_ms
         newest = self.stream_time
+        skipped = 0
         for message in messages:
             composite = message.key()
             if composite is None:
                 raise_for_error(message)
             start = int.from_bytes(composite[-_TS_BYTES:], "big")
             newest = max(newest, start)
-            handle = self._segment(start // interval)
+            segment_id = start // interval
+            if (segment_id + 1) * interval <= newest - retention + 1:
+                skipped += 1
+                continue
+            handle = self._segment(segment_id)
             value = message.value()
             if value is None:
                 batch.delete(composite, handle)
@@ -194,6 +207,8 @@ class WindowStore(RocksDBStore):
                 batch.put(composite, value, handle)
         self._write_unlogged(batch)
         self.stream_time = newest
+        if skipped:
+            log.debug("store %s: skipped %d changelog records of expired segments", self.name, skipped)
         self._drop_expired_segments()
 
     def _drop_expired_segments(self) -> None:

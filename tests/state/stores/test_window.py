@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Message
 
 from streams_rt.state.stores.window import WindowStore, window_key
 from tests.state.stores.conftest import RecordingChangelog
@@ -69,3 +70,39 @@ def _all_on_disk(windows: WindowStore) -> list[tuple[bytes, int, bytes]]:
 def test_rejects_negative_window_start(windows: WindowStore) -> None:
     with pytest.raises(ValueError, match="non-negative"):
         windows.put(b"k", b"v", -1)
+
+
+def test_fetch_cost_follows_segments_not_the_requested_range(windows: WindowStore) -> None:
+    for minute in (1, 5, 9):
+        windows.put(b"k", b"%d" % minute, minute * MINUTE)
+    windows.commit()
+    windows.put(b"k", b"pending", 7 * MINUTE)
+    expected = [(MINUTE, b"1"), (5 * MINUTE, b"5"), (7 * MINUTE, b"pending"), (9 * MINUTE, b"9")]
+    # A loop over every segment id in the range would take hours for these bounds.
+    assert windows.fetch(b"k", 0, 2**63 - 1) == expected
+    assert windows.fetch(b"k", 0, 10**14) == expected
+    assert windows.fetch(b"k", 5 * MINUTE, 10**14) == expected[1:]
+    assert windows.fetch_all(6 * MINUTE, 2**63 - 1) == [(b"k", 7 * MINUTE, b"pending"), (b"k", 9 * MINUTE, b"9")]
+
+
+def test_changelog_records_of_expired_segments_are_skipped(windows: WindowStore) -> None:
+    created: list[int] = []
+    make_segment = windows._segment
+
+    def recording_segment(segment_id: int) -> object:
+        created.append(segment_id)
+        return make_segment(segment_id)
+
+    windows._segment = recording_segment  # type: ignore[method-assign]
+    starts = [29, 0, 17, 19, 25]  # minutes; after 29, retention 10 leaves windows after 19 live
+    windows.apply_changelog([
+        Message(topic="t", partition=0, offset=i, key=window_key(b"k", m * MINUTE), value=b"%d" % m)
+        for i, m in enumerate(starts)
+    ])
+    # Segments are 2 minutes: 0 and 8 (16-18 min) had expired when their records came, so no
+    # column family was made for them; 9 (18-20 min) still holds live time. The result is that of
+    # applying everything, then expiring.
+    assert sorted(set(created)) == [9, 12, 14]
+    assert windows.fetch(b"k", 0, 10**12) == [(25 * MINUTE, b"25"), (29 * MINUTE, b"29")]
+    assert sorted(windows._segments) == [9, 12, 14]
+    assert [start for _, start, _ in _all_on_disk(windows)] == [19 * MINUTE, 25 * MINUTE, 29 * MINUTE]
