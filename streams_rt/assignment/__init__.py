@@ -7,9 +7,9 @@ from streams_rt.assignment.model import (
     AssignmentResult,
     ClientAssignment,
     ClientState,
-    RebalanceProtocol,
     TaskTopology,
 )
+from streams_rt.protocol import RebalanceProtocol  # the assignor's input, re-exported for callers
 
 __all__ = [
     "AssignmentConfigs",

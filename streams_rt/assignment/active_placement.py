@@ -12,8 +12,7 @@ import heapq
 from collections.abc import Callable, Sequence
 
 from .lag import Lags
-from .ownership import NO_OWNER
-from .quotas import capacity_quotas
+from .quotas import keep_owned
 
 
 def general_assign(
@@ -25,25 +24,14 @@ def general_assign(
     prior_load: Sequence[int] | None = None,
 ) -> list[int]:
     n = len(capacities)
-    owned: list[list[int]] = [[] for _ in range(n)]
-    for t in pool:
-        if owner[t] != NO_OWNER:
-            owned[owner[t]].append(t)
     prior = prior_load or [0] * n
-    quotas = capacity_quotas(
-        len(pool), capacities, [len(o) for o in owned], [p / cap for p, cap in zip(prior, capacities)]
+    quotas, target, load, unassigned = keep_owned(
+        pool,
+        owner,
+        capacities,
+        lambda t: (lags.has_other_caught_up(t, owner[t], n), t),
+        [p / cap for p, cap in zip(prior, capacities)],
     )
-    target: dict[int, int] = {}
-    load = [0] * n
-    unassigned: list[int] = [t for t in pool if owner[t] == NO_OWNER]
-    for c, tasks in enumerate(owned):
-        if len(tasks) > quotas[c]:
-            tasks.sort(key=lambda t: (lags.has_other_caught_up(t, c, n), t))
-            unassigned.extend(tasks[quotas[c]:])
-            del tasks[quotas[c]:]
-        for t in tasks:
-            target[t] = c
-        load[c] = len(tasks)
     unassigned.sort(key=fill_key)
 
     def room(c: int) -> bool:

@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable, Collection, Mapping
 from types import MappingProxyType
 
-from streams_rt.protocol import TaskId
+from streams_rt.protocol import RebalanceProtocol, TaskId
 
 from .active_placement import general_assign
 from .constrained import constrained_applies, constrained_assign
@@ -24,13 +24,10 @@ from .model import (
     AssignmentResult,
     ClientAssignment,
     ClientState,
-    RebalanceProtocol,
     TaskTopology,
 )
-from .output import rebuild
 from .ownership import NO_OWNER, resolve_owners
 from .standby_placement import place_standbys
-from .task_index import TaskIndex
 from .warmups import PendingMove, choose_warmups, gate_to_caught_up
 
 
@@ -39,16 +36,14 @@ def _partition_major(task: TaskId) -> tuple:
     return (task.partition, task.topology_name is not None, task.topology_name or "", task.subtopology)
 
 
-def _fill_order(ordered: list[TaskId]) -> Callable[[int], int] | None:
-    """Sort key for task numbers giving the partition-major fill order. With one subtopology that is
-    TaskId order itself (None: sort by number; ordered is sorted, so equal ends mean all equal)."""
+def _fill_order(ordered: list[TaskId]) -> Callable[[int], tuple] | None:
+    """Sort key for task numbers giving the partition-major fill order, computed only for the tasks
+    that are sorted (usually the few left unassigned). With one subtopology that is TaskId order itself
+    (None: sort by number; ordered is sorted, so equal ends mean all equal)."""
     first, last = ordered[0], ordered[-1]
     if (first.topology_name, first.subtopology) == (last.topology_name, last.subtopology):
         return None
-    rank = [0] * len(ordered)
-    for r, t in enumerate(sorted(range(len(ordered)), key=lambda t: _partition_major(ordered[t]))):
-        rank[t] = r
-    return rank.__getitem__
+    return lambda t: _partition_major(ordered[t])
 
 
 _SUBTOPOLOGY_PARTITION = operator.itemgetter(0, 1)
@@ -65,7 +60,7 @@ def _sorted_unique(tasks: Collection[TaskId]) -> list[TaskId]:
         if all(map(tuple.__lt__, listed, itertools.islice(listed, 1, None))):
             return listed
         return sorted(set(listed), key=_SUBTOPOLOGY_PARTITION)
-    return sorted(set(listed), key=lambda t: (t.topology_name is not None, t.topology_name or "", t.subtopology, t.partition))
+    return sorted(set(listed), key=TaskId._sort_key)
 
 
 def assign(
@@ -98,24 +93,23 @@ def assign(
         return AssignmentResult(MappingProxyType({s.process_id: empty for s in states}), False, None)
 
     n = len(states)
-    index = TaskIndex(ordered)
+    by_key = {t: i for i, t in enumerate(ordered)}  # task numbers: the assignor works on ints
     end: list[int | None] = [None] * len(ordered)
-    by_key = index.by_key
     for task, end_offset in changelog_end_offsets.items():
         t = by_key.get(task)
         if t is not None:
             end[t] = end_offset
     for task in stateless:
-        t = index.get(task)
+        t = by_key.get(task)
         if t is not None:
             end[t] = None
-    owner, ignored = resolve_owners([s.owned_active for s in states], index)
+    owner, ignored = resolve_owners([s.owned_active for s in states], by_key)
     lags = Lags(
         ordered,
         end,
         [s.task_offset_sums for s in states],
         [s.owned_standby for s in states],
-        index,
+        by_key,
         owner,
         ignored,
         configs.acceptable_recovery_lag,
@@ -132,10 +126,9 @@ def assign(
         if not pool:
             continue
         if constrained_applies(capacities, pool, owner, lags) and not any(active_load):
-            default = lags.default_caught_up  # with n > 1 these can always move freely
-            target = constrained_assign(
-                pool, owner, n, lambda t, c: default[t] or lags.has_other_caught_up(t, c, n), fill_key
-            )
+            # Where the pass applies, a task that is not caught up by default has state on its owner
+            # only, so it can leave its owner without a warm-up exactly when it is caught up by default.
+            target = constrained_assign(pool, owner, n, lags.default_caught_up, fill_key)
         else:
             target = general_assign(pool, owner, capacities, lags, fill_key, active_load)
         placed, moves = gate_to_caught_up(pool, target, owner, lags, n)
@@ -158,7 +151,11 @@ def assign(
     )
     warmups = choose_warmups(pending, standby_of, lags, configs.max_warmup_replicas)
 
-    handed = hand_off(planned, owner, ignored, protocol)
+    holder, claims = owner, ignored
+    if any(s.revoked_all for s in states):  # EAGER clients ran these tasks but hold nothing: no hand-off waits
+        holder = [NO_OWNER if c != NO_OWNER and states[c].revoked_all else c for c in owner]
+        claims = [[] if s.revoked_all else i for s, i in zip(states, ignored)]
+    handed = hand_off(planned, holder, claims, protocol)
     standby: list[set[int]] = [set() for _ in range(n)]
     for t in stateful_pool:
         for c in standby_of[t]:
@@ -171,18 +168,10 @@ def assign(
         warm[m.target].append(m.task)
         standby[m.target].add(m.task)
 
-    owned_before: list[list[int]] = [[] for _ in range(n)]
-    for t, c in enumerate(owner):
-        if c != NO_OWNER:
-            owned_before[c].append(t)
-    standby_before: list[list[int]] = [[] for _ in range(n)]
-    for t in stateful_pool:
-        for c in lags.standby_owners[t]:
-            standby_before[c].append(t)
     result = {
         s.process_id: ClientAssignment(
-            rebuild(s.owned_active, owned_before[c], handed.active[c], ordered),
-            rebuild(s.owned_standby, standby_before[c], standby[c], ordered),
+            frozenset([ordered[t] for t in handed.active[c]]),
+            frozenset([ordered[t] for t in standby[c]]),
             frozenset([ordered[t] for t in warm[c]]),
             frozenset([*(ordered[t] for t in handed.revoke[c]), *handed.revoke_claims[c]]),
         )

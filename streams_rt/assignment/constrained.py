@@ -12,44 +12,35 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 from .lag import Lags
-from .ownership import NO_OWNER
-from .quotas import capacity_quotas
+from .quotas import keep_owned
 
 
 def constrained_applies(capacities: Sequence[int], pool: Sequence[int], owner: Sequence[int], lags: Lags) -> bool:
-    """True when the linear pass gives the same quality as the general path."""
+    """True when the linear pass gives the same quality as the general path: equal capacities, and no
+    task that is not caught up everywhere by default has state on a client other than its owner."""
     if len(set(capacities)) > 1:
         return False
     reports, default = lags.reports, lags.default_caught_up
-    return not any(reports[t] and not default[t] and lags.foreign_state(t, owner[t]) for t in pool)
+    # A report from another client: more than one report, or one that is not the owner's.
+    return not any(
+        (r := reports[t]) and not default[t] and (len(r) > 1 or owner[t] not in r) for t in pool
+    )
 
 
 def constrained_assign(
     pool: Sequence[int],
     owner: Sequence[int],
     n_clients: int,
-    shed_first: Callable[[int, int], bool],
+    movable: Sequence[bool],
     fill_key: Callable[[int], object] | None,
 ) -> list[int]:
     """Returns the target client of each task of `pool` (a dict would cost more: indexed by position).
 
-    shed_first(t, c): the task can leave owner c without a warm-up, so give it up before others."""
-    owned: list[list[int]] = [[] for _ in range(n_clients)]
-    for t in pool:
-        if owner[t] != NO_OWNER:
-            owned[owner[t]].append(t)
-    quotas = capacity_quotas(len(pool), [1] * n_clients, [len(o) for o in owned])
-    target: dict[int, int] = {}
-    unassigned: list[int] = [t for t in pool if owner[t] == NO_OWNER]
-    for c, tasks in enumerate(owned):
-        if len(tasks) > quotas[c]:
-            tasks.sort(key=lambda t: (shed_first(t, c), t))
-            unassigned.extend(tasks[quotas[c]:])
-            del tasks[quotas[c]:]
-        for t in tasks:
-            target[t] = c
+    movable[t]: the task can leave its owner without a warm-up, so an owner above its quota gives it up
+    before others."""
+    quotas, target, kept, unassigned = keep_owned(pool, owner, [1] * n_clients, lambda t: (movable[t], t))
     unassigned.sort(key=fill_key)
-    need = deque((c, quotas[c] - len(owned[c])) for c in range(n_clients) if quotas[c] > len(owned[c]))
+    need = deque((c, quotas[c] - kept[c]) for c in range(n_clients) if quotas[c] > kept[c])
     for t in unassigned:
         c, left = need.popleft()
         target[t] = c

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from streams_rt.protocol import TaskId
+from streams_rt.protocol import RebalanceProtocol, TaskId
 
-from .model import RebalanceProtocol
 from .ownership import NO_OWNER
 
 

@@ -13,11 +13,33 @@ from collections.abc import Mapping, Sequence
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
 
 from .ownership import NO_OWNER
-from .task_index import TaskIndex
 
 RUNNING = -2  # running active: lag 0 by definition
 UNKNOWN = -1  # holds some state, but its offsets are unknown (-3/-4 sentinels, or pre-v7 standby)
 _NOBODY: list[int] = []  # never appended to
+
+
+def lag_code(end: int, offset_sum: int | None) -> int:
+    """A client's lag on a stateful task from its reported offset sum (None: it reported none, so it
+    holds nothing): RUNNING, UNKNOWN, or records behind. Ahead of the end counts as holding nothing
+    (Kafka's rule: the changelog was truncated or recreated)."""
+    if offset_sum is None:
+        return end
+    if offset_sum == OFFSET_SUM_RUNNING_ACTIVE:
+        return RUNNING
+    if offset_sum < 0:
+        return UNKNOWN
+    return end - offset_sum if offset_sum <= end else end
+
+
+def is_caught_up(end: int | None, offset_sum: int | None, acceptable_recovery_lag: int) -> bool:
+    """The caught-up rule, for callers outside the assignor (Lags inlines it in its hot paths): could
+    a client that reported `offset_sum` (None: nothing) take the task over without restoring? A
+    stateless task (end None) runs anywhere; a changelog within the acceptable lag, everywhere."""
+    if end is None:
+        return True
+    code = lag_code(end, offset_sum)
+    return code == RUNNING or 0 <= code <= acceptable_recovery_lag
 
 
 def _rank(code: int, end: int) -> int:
@@ -38,7 +60,7 @@ class Lags:
         end_offsets: Sequence[int | None],
         offset_sums: Sequence[Mapping[TaskId, int]],
         owned_standby: Sequence[frozenset[TaskId]],
-        task_index: TaskIndex,
+        task_number: Mapping[TaskId, int],
         owner: Sequence[int],
         ignored_claims: Sequence[Sequence[TaskId]],
         acceptable_recovery_lag: int,
@@ -46,7 +68,7 @@ class Lags:
         self.end = end_offsets
         self.acceptable = acceptable_recovery_lag
         reports: list[dict[int, int] | None] = [None] * len(tasks)
-        get = task_index.by_key.get
+        get = task_number.get
         for c, sums in enumerate(offset_sums):
             for task, offset in sums.items():
                 if offset == OFFSET_SUM_RUNNING_ACTIVE:  # a running claim counts via ownership, below
@@ -57,8 +79,8 @@ class Lags:
                 end = end_offsets[t]
                 if end is None:
                     continue
-                if offset >= 0:
-                    code = end - offset if offset <= end else end  # ahead of the end: Kafka's rule
+                if offset >= 0:  # lag_code, inlined: this loop runs once per report
+                    code = end - offset if offset <= end else end
                 else:
                     code = UNKNOWN
                 r = reports[t]
@@ -97,6 +119,7 @@ class Lags:
                 else:
                     r[c] = RUNNING
         self.reports = reports
+        # is_caught_up(e, None, ...), inlined: once per task
         self.default_caught_up = [e is None or e <= acceptable_recovery_lag for e in end_offsets]
         self._holders: list[list[int] | None] = [None] * len(tasks)
 
@@ -112,7 +135,7 @@ class Lags:
 
     def caught_up(self, t: int, c: int) -> bool:
         code = self.lag(t, c)
-        return code == RUNNING or 0 <= code <= self.acceptable
+        return code == RUNNING or 0 <= code <= self.acceptable  # is_caught_up, inlined: hot
 
     def rank(self, t: int, c: int) -> int:
         end = self.end[t]
@@ -138,10 +161,3 @@ class Lags:
         if self.default_caught_up[t]:
             return n_clients > 1
         return any(h != c and self.caught_up(t, h) for h in self.holders(t))
-
-    def foreign_state(self, t: int, owner: int) -> bool:
-        """Does someone other than the owner hold state that should steer placement?"""
-        r = self.reports[t]
-        if not r or self.default_caught_up[t]:
-            return False
-        return any(c != owner for c in r)

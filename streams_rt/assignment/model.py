@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from streams_rt.protocol import HostInfo, RebalanceProtocol, TaskId
+from streams_rt.protocol import TaskId
 
 
 def _positive(name: str, value: int) -> None:
@@ -75,15 +75,18 @@ class ClientState:
     """One process (Kafka Streams instance) as its subscription describes it.
 
     owned_active maps each task the client runs as active to the generation it was owned in (KIP-341);
-    task_offset_sums are the changelog offset sums it holds (OFFSET_SUM_RUNNING_ACTIVE etc. allowed)."""
+    task_offset_sums are the changelog offset sums it holds (OFFSET_SUM_RUNNING_ACTIVE etc. allowed).
+    revoked_all: an EAGER client gave everything up before joining; its owned_active still says what it
+    ran (for stickiness, as Kafka's previous tasks) but it holds nothing (Kafka's empty owned
+    partitions), so no hand-off waits for it."""
 
     process_id: uuid.UUID
     capacity: int = 1
-    endpoint: HostInfo | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
     owned_active: Mapping[TaskId, int] = field(default_factory=dict)
     owned_standby: frozenset[TaskId] = frozenset()
     task_offset_sums: Mapping[TaskId, int] = field(default_factory=dict)
+    revoked_all: bool = False
 
     def __post_init__(self) -> None:
         if self.capacity < 1:

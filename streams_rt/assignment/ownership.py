@@ -7,23 +7,22 @@ from collections.abc import Mapping, Sequence
 
 from streams_rt.protocol import TaskId
 
-from .task_index import TaskIndex
-
 NO_OWNER = -1
 
 
 def resolve_owners(
-    claims: Sequence[Mapping[TaskId, int]], task_index: TaskIndex
+    claims: Sequence[Mapping[TaskId, int]], task_number: Mapping[TaskId, int]
 ) -> tuple[list[int], list[list[TaskId]]]:
-    """claims[c] is client c's owned_active (task -> generation), clients indexed in process-id order.
+    """claims[c] is client c's owned_active (task -> generation), clients indexed in process-id order;
+    task_number maps every current task to its number.
 
     Returns the valid owner of every task (NO_OWNER when unclaimed) and, per client, the claims that were
     ignored: stale generations, losers of a tie, and tasks that no longer exist. Those clients must give
     the tasks up, but the tasks may go to someone else at once: the stale owner was already fenced."""
-    owner = [NO_OWNER] * len(task_index)
-    owner_gen = [0] * len(task_index)
+    owner = [NO_OWNER] * len(task_number)
+    owner_gen = [0] * len(task_number)
     ignored: list[list[TaskId]] = [[] for _ in claims]
-    get = task_index.by_key.get
+    get = task_number.get
     for c, owned in enumerate(claims):
         for task, generation in owned.items():
             t = get(task)

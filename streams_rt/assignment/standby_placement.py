@@ -50,8 +50,8 @@ def place_standbys(
     tags: Sequence[Mapping[str, str]],
     tag_keys: Sequence[str],
 ) -> list[set[int]]:
-    """Returns, per task index, the set of clients holding a standby. `active[t]` is where task t's
-    active runs (or is headed); `tasks` are the stateful tasks in order."""
+    """Returns, per task index, the set of clients holding a standby. `active[t]` is the client planned
+    to run task t's active this round; `tasks` are the stateful tasks in order."""
     n = len(capacities)
     per_task = min(num_standbys, n - 1)
     standby_of: list[set[int]] = [_NONE] * len(active)  # a real set per stateful task, made below
@@ -108,7 +108,7 @@ def place_standbys(
                 for c in waiting:
                     if len(chosen) < per_task and allowed(c, a, chosen, used):
                         take(t, c, used)
-                    elif used is not None:
+                    else:
                         rejected.append(c)
                 if len(rejected) == len(waiting):
                     break
@@ -235,8 +235,6 @@ def _fill_tagged(
         current = load[c] / capacities[c]
         if key != current:
             heapq.heappush(heap, (current, c))
-            continue
-        if c in popped or c in tag_rejected:
             continue
         if c == active or c in chosen:
             popped.append(c)

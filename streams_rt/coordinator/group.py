@@ -11,11 +11,13 @@ import enum
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from streams_rt.assignment import ClientAssignment
 from streams_rt.coordinator.errors import GroupError, GroupErrorException
 from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
+from streams_rt.protocol import AssignorError, TaskId
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +39,24 @@ _VALID_TRANSITIONS: Mapping[GroupState, frozenset[GroupState]] = {
 
 @dataclass(frozen=True)
 class MemberAssignment:
-    """What one member receives for one generation; `tasks` is a readable summary for describe."""
+    """What one member receives for one generation. `tasks` says the same as `user_data`, decoded:
+    for describe, the saved record and version probing (which keeps everyone's tasks)."""
 
     generation: int
     protocol: str
     user_data: bytes
     assignor_error: int = 0
     message: str = ""
-    tasks: Mapping[str, list[str]] = field(default_factory=dict)
+    tasks: ClientAssignment = ClientAssignment()
     # Rebuilt from a GroupRecord after a restart: says what the member holds, but has no bytes to
     # deliver; the member gets a fresh assignment from the next round.
     restored: bool = False
+
+    def summary(self) -> dict[str, list[str]]:
+        """`tasks` as sorted task id strings, for describe."""
+        a = self.tasks
+        return {name: [str(t) for t in sorted(tasks)] for name, tasks in
+                (("active", a.active), ("standby", a.standby), ("warmup", a.warmup), ("revoke", a.revoke))}
 
 
 @dataclass
@@ -67,21 +76,23 @@ class Member:
     # when a newer round was superseded before the member could fetch it (e.g. while it was saved).
     fetched_generation: int = -1
 
-    def record(self, assignment: MemberAssignment | None) -> MemberRecord:
-        tasks = assignment.tasks if assignment is not None else {}
+    def record(self) -> MemberRecord:
+        a = self.assignment
+        tasks = a.tasks if a is not None else ClientAssignment()
         return MemberRecord(
             self.member_id, self.instance_id, self.protocol, self.capacity, self.session_timeout_ms,
-            self.rebalance_timeout_ms, assignment.generation if assignment is not None else -1,
-            tuple(tasks.get("active", ())), tuple(tasks.get("standby", ())),
+            self.rebalance_timeout_ms, a.generation if a is not None else -1,
+            tuple(str(t) for t in sorted(tasks.active)), tuple(str(t) for t in sorted(tasks.standby)),
         )
 
     @classmethod
     def restore(cls, r: MemberRecord, now_ms: int) -> Member:
-        """A member known from before a restart: it must rejoin, and its session starts now."""
+        """A member known from before a restart: it must rejoin, and its session starts now. Raises
+        ValueError for a task id that does not parse."""
         m = cls(r.member_id, r.instance_id, r.protocol, None, r.session_timeout_ms, r.rebalance_timeout_ms, now_ms,
                 capacity=r.capacity)
         if r.generation >= 0:
-            tasks = {"active": list(r.active), "standby": list(r.standby)}
+            tasks = ClientAssignment(frozenset(map(TaskId.parse, r.active)), frozenset(map(TaskId.parse, r.standby)))
             m.assignment = MemberAssignment(r.generation, r.protocol, b"", tasks=tasks, restored=True)
         return m
 
@@ -151,7 +162,7 @@ class Group:
 
     def record(self) -> GroupRecord:
         """What a restarted coordinator needs to recognise the current members."""
-        return GroupRecord(self.generation, self.protocol, tuple(m.record(m.assignment) for m in self.members.values()))
+        return GroupRecord(self.generation, self.protocol, tuple(m.record() for m in self.members.values()))
 
     # ---- transitions -------------------------------------------------------------------------
     def _transition(self, to: GroupState) -> None:
@@ -188,7 +199,8 @@ class Group:
         except Exception as e:  # a bug in the assignor must not wedge the group silently
             log.exception("group %s: assignor failed for generation %d", self.group_id, generation)
             outcome = RoundOutcome(
-                {mid: MemberAssignment(generation, "", b"", 3, f"assignor failed: {e}") for mid in self.members},
+                {mid: MemberAssignment(generation, "", b"", AssignorError.ASSIGNMENT_ERROR, f"assignor failed: {e}")
+                 for mid in self.members},
                 self.protocol,
                 next_rebalance_at_ms=None,
             )
@@ -219,9 +231,14 @@ class Group:
     # ---- persistence (the saver runs off the group lock) -------------------------------------
     def unsaved(self) -> tuple[int, GroupRecord] | None:
         """The record to save and its change count, or None when the saved record is current."""
-        if self._changes == self._saved_changes:
+        if not self.has_unsaved:
             return None
         return self._changes, self.record()
+
+    @property
+    def has_unsaved(self) -> bool:
+        """Cheap (no record is built): has the record changed since the last save?"""
+        return self._changes != self._saved_changes
 
     def saved(self, changes: int, generation: int) -> None:
         """The record of `unsaved()` (at `changes`, of `generation`) is durable: deliver up to it."""
@@ -331,13 +348,8 @@ class Group:
         self.members[new_id] = new
         if instance_id is not None:
             self._static[instance_id] = new_id
-        if self.state is GroupState.EMPTY:
-            self._transition(GroupState.PREPARING_REBALANCE)
-            self._round_started_ms = now_ms
-            self._rebalance_deadline_ms = now_ms + rebalance_timeout_ms
-        else:
-            self._prepare_rebalance(now_ms, f"new member {new_id} joined")
-            self._rebalance_deadline_ms = max(self._rebalance_deadline_ms, now_ms + rebalance_timeout_ms)
+        self._prepare_rebalance(now_ms, f"new member {new_id} joined")
+        self._rebalance_deadline_ms = max(self._rebalance_deadline_ms, now_ms + rebalance_timeout_ms)
         new.joined = True
         self._maybe_complete_round(now_ms)
         return new_id

@@ -55,3 +55,19 @@ class GroupRecord:
     generation: int
     protocol: str = ""
     members: tuple[MemberRecord, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"generation": self.generation, "protocol": self.protocol, "members": [m.to_json() for m in self.members]}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> GroupRecord:
+        """Raises ValueError for anything but the shape to_json writes; records saved before members
+        or the protocol were kept read as having none."""
+        if (
+            not isinstance(raw.get("generation"), int)
+            or not isinstance(raw.get("protocol", ""), str)
+            or not isinstance(raw.get("members", []), list)
+        ):
+            raise ValueError(f"not a group record: {str(raw)[:200]}")
+        members = tuple(MemberRecord.from_json(m) for m in raw.get("members", []))
+        return cls(raw["generation"], raw.get("protocol", ""), members)

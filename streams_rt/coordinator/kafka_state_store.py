@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streams_rt.coordinator.state_store import CoordinatorSnapshot
+from streams_rt.kafka.watermarks import watermark_offsets
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +32,18 @@ class KafkaStateStore:
             futures[self.topic].result(self._timeout_s)
             log.info("created compacted topic %s for the coordinator's state", self.topic)
         except KafkaException as e:
-            if "TOPIC_ALREADY_EXISTS" not in str(e):
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise
 
     def load(self) -> CoordinatorSnapshot | None:
-        """The last snapshot written: read the single partition from the start to its end."""
+        """The last snapshot written: read the single partition from the start to its end (its
+        offsets are retried: the topic may have been created a moment ago)."""
         consumer = Consumer({
             "bootstrap.servers": self._bootstrap, "group.id": f"{self.topic}-reader",
             "enable.auto.commit": False, "isolation.level": "read_committed",
         })
         try:
-            tp = TopicPartition(self.topic, 0)
-            low, high = consumer.get_watermark_offsets(tp, timeout=self._timeout_s)
+            low, high = watermark_offsets(consumer, self.topic, 0, self._timeout_s)
             if high <= low:
                 return None
             consumer.assign([TopicPartition(self.topic, 0, low)])
@@ -69,7 +70,7 @@ class KafkaStateStore:
         )
         remaining = self._producer.flush(self._timeout_s)
         if remaining or errors:
-            raise RuntimeError(f"could not persist generation {snapshot.generation} to {self.topic}: {errors or 'timeout'}")
+            raise RuntimeError(f"could not persist generation {snapshot.group.generation} to {self.topic}: {errors or 'timeout'}")
 
     def close(self) -> None:
         """Flush and drop the producer, so it stops reconnecting once the broker is gone."""

@@ -55,14 +55,12 @@ class RebalanceMetrics:
         self.rebalances = HourlyRate()
         self.failed = HourlyRate()
         self.last_rebalance_ms: int | None = None
-        self.last_generation = -1
 
     def rebalance_completed(self, generation: int, latency_ms: int, now_ms: int) -> None:
         with self._lock:
             self.latency.record(latency_ms)
             self.rebalances.record(now_ms)
             self.last_rebalance_ms = now_ms
-            self.last_generation = generation
 
     def rebalance_failed(self, generation: int, now_ms: int) -> None:
         with self._lock:

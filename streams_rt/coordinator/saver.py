@@ -76,5 +76,5 @@ class RecordSaver:
             with self._lock:
                 self._group.saved(changes, record.generation)
                 self._lock.notify_all()
-                if self._group.unsaved() is not None:
+                if self._group.has_unsaved:
                     self._wake.set()

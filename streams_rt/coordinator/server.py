@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow.flight as flight
 
-from streams_rt.coordinator.errors import GroupError, GroupErrorException
+from streams_rt.coordinator.errors import GroupError, GroupErrorException, SubscriptionRejected
 from streams_rt.coordinator.group import Group
 from streams_rt.coordinator.group_record import GroupRecord
 from streams_rt.coordinator.saver import RecordSaver
@@ -42,14 +42,6 @@ MAX_SYNC_WAIT_MS = 5_000
 
 def monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
-
-
-class SubscriptionRejected(Exception):
-    """Raised by the subscription decoder: the user data cannot be read (AssignorError code)."""
-
-    def __init__(self, message: str, assignor_error: int) -> None:
-        super().__init__(message)
-        self.assignor_error = assignor_error
 
 
 class CoordinatorServer(flight.FlightServerBase):

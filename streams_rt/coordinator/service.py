@@ -77,7 +77,8 @@ class Coordinator:
         if snapshot is not None:
             log.info(
                 "coordinator for %s restored at generation %d with %d members; first round not before %d ms",
-                config.application_id, snapshot.generation, len(snapshot.members), config.initial_rebalance_delay_ms,
+                config.application_id, snapshot.group.generation, len(snapshot.group.members),
+                config.initial_rebalance_delay_ms,
             )
         self.group = Group(
             config.application_id,
@@ -122,7 +123,7 @@ class Coordinator:
                     "protocol": m.protocol,
                     "capacity": m.capacity,
                     "generation": m.assignment.generation if m.assignment else -1,
-                    **(dict(m.assignment.tasks) if m.assignment else {}),
+                    **(m.assignment.summary() if m.assignment else {}),
                 }
                 for mid, m in self.group.members.items()
             }
@@ -140,7 +141,7 @@ class Coordinator:
 
     def _save(self, record: GroupRecord) -> None:
         assert self._store is not None
-        self._store.save(CoordinatorSnapshot.of(self.config.application_id, record))
+        self._store.save(CoordinatorSnapshot(self.config.application_id, record))
 
     def request_rebalance(self, reason: str) -> None:
         """Start a round now (an operator action, or the set of tasks changed)."""
@@ -161,13 +162,14 @@ class Coordinator:
 
     def request_shutdown(self, reason: str = "operator request") -> None:
         """KIP-725: shut the whole application down. A round starts now and tells every member
-        SHUTDOWN_REQUESTED (so does every later round); each member revokes, leaves and stops."""
+        SHUTDOWN_REQUESTED (so does every later round); each member revokes, leaves and stops.
+        Raises GroupErrorException when the planner cannot (e.g. upgrade.from caps the version)."""
         request = getattr(self._planner, "request_shutdown", None)
         if request is None:
             raise GroupErrorException(GroupError.INVALID_REQUEST, "this coordinator's planner cannot request a shutdown")
-        log.warning("application %s: shutdown requested: %s", self.config.application_id, reason)
         with self._server.lock:
             request()
+            log.warning("application %s: shutdown requested: %s", self.config.application_id, reason)
             self.group.request_rebalance(self._clock(), f"application shutdown requested: {reason}")
             self._server.lock.notify_all()
 

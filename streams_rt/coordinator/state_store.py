@@ -8,43 +8,24 @@ knows every task it may have handed out."""
 from __future__ import annotations
 
 import json
-import logging
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
-
-log = logging.getLogger(__name__)
+from streams_rt.atomic_file import atomic_write_bytes
+from streams_rt.coordinator.group_record import GroupRecord
 
 
 @dataclass(frozen=True)
 class CoordinatorSnapshot:
-    """One JSON document per application: the generation, the protocol and the member records."""
+    """One JSON document per application: the application id beside the group record's fields
+    (`{"application_id", "generation", "protocol", "members"}`)."""
 
     application_id: str
-    generation: int
-    protocol: str = ""
-    members: tuple[MemberRecord, ...] = ()
-
-    @classmethod
-    def of(cls, application_id: str, record: GroupRecord) -> CoordinatorSnapshot:
-        return cls(application_id, record.generation, record.protocol, record.members)
-
-    @property
-    def group(self) -> GroupRecord:
-        return GroupRecord(self.generation, self.protocol, self.members)
+    group: GroupRecord
 
     def to_json(self) -> bytes:
-        return json.dumps(
-            {
-                "application_id": self.application_id, "generation": self.generation, "protocol": self.protocol,
-                "members": [m.to_json() for m in self.members],
-            },
-            separators=(",", ":"),
-        ).encode()
+        return json.dumps({"application_id": self.application_id, **self.group.to_json()}, separators=(",", ":")).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> CoordinatorSnapshot:
@@ -53,16 +34,12 @@ class CoordinatorSnapshot:
             raw = json.loads(data)
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ValueError(f"not a coordinator snapshot: {e}") from None
-        if (
-            not isinstance(raw, dict)
-            or not isinstance(raw.get("generation"), int)
-            or not isinstance(raw.get("application_id"), str)
-            or not isinstance(raw.get("protocol", ""), str)
-            or not isinstance(raw.get("members", []), list)
-        ):
+        if not isinstance(raw, dict) or not isinstance(raw.get("application_id"), str):
             raise ValueError(f"not a coordinator snapshot: {data[:200]!r}")
-        members = tuple(MemberRecord.from_json(m) for m in raw.get("members", []))
-        return cls(raw["application_id"], raw["generation"], raw.get("protocol", ""), members)
+        try:
+            return cls(raw["application_id"], GroupRecord.from_json(raw))
+        except ValueError as e:
+            raise ValueError(f"not a coordinator snapshot: {e}") from None
 
 
 class StateStore(Protocol):
@@ -85,9 +62,4 @@ class FileStateStore:
 
     def save(self, snapshot: CoordinatorSnapshot) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=self.path.name, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(snapshot.to_json())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        atomic_write_bytes(self.path, snapshot.to_json())

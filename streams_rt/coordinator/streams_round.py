@@ -11,11 +11,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from streams_rt.assignment import AssignmentConfigs, ClientAssignment, ClientState, RebalanceProtocol, assign
+from streams_rt.assignment.lag import is_caught_up
 from streams_rt.coordinator.assignment_content import SourceTopics, build_contents
 from streams_rt.coordinator.departures import DepartureTracker
+from streams_rt.coordinator.errors import GroupError, GroupErrorException, SubscriptionRejected
 from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
-from streams_rt.coordinator.server import SubscriptionRejected
 from streams_rt.coordinator.user_data import (
     AssignmentContent,
     DecodedSubscription,
@@ -26,6 +27,9 @@ from streams_rt.protocol import NO_NEXT_REBALANCE, AssignorError, HostInfo, Task
 from streams_rt.protocol.errors import MalformedUserData
 
 log = logging.getLogger(__name__)
+
+# AssignmentInfo carries an error code (e.g. SHUTDOWN_REQUESTED) from this version on.
+MIN_ERROR_CODE_VERSION = 4
 
 
 def epoch_ms() -> int:
@@ -62,15 +66,6 @@ def _endpoint(text: str | None) -> HostInfo | None:
         return HostInfo(host, int(port))
     except ValueError:
         return None
-
-
-def _summary(a: ClientAssignment) -> dict[str, list[str]]:
-    return {
-        "active": [str(t) for t in sorted(a.active)],
-        "standby": [str(t) for t in sorted(a.standby)],
-        "warmup": [str(t) for t in sorted(a.warmup)],
-        "revoke": [str(t) for t in sorted(a.revoke)],
-    }
 
 
 def enforce_handoff(
@@ -141,7 +136,19 @@ class StreamsRoundPlanner:
         self.shutdown_requested = False
 
     def request_shutdown(self) -> None:
-        """From now on every round gives every member no tasks and SHUTDOWN_REQUESTED (KIP-725)."""
+        """From now on every round gives every member no tasks and SHUTDOWN_REQUESTED (KIP-725).
+        Refused when no round can carry the error code (upgrade.from or the codec caps the
+        AssignmentInfo version below 4): members would get empty assignments and keep running."""
+        cap = self.latest_supported_version
+        if self.policy.metadata_version_cap is not None:
+            cap = min(cap, self.policy.metadata_version_cap)
+        if cap < MIN_ERROR_CODE_VERSION:
+            raise GroupErrorException(
+                GroupError.INVALID_REQUEST,
+                f"cannot request a shutdown: assignments are capped at version {cap} (upgrade.from"
+                f" {self.policy.upgrade_from!r}), which cannot carry SHUTDOWN_REQUESTED (version"
+                f" {MIN_ERROR_CODE_VERSION}+); finish the upgrade first",
+            )
         self.shutdown_requested = True
 
     @property
@@ -193,7 +200,7 @@ class StreamsRoundPlanner:
                 generation=generation,
                 protocol=protocol.name,
                 user_data=self.codec.encode_assignment(versions.used, versions.commonly_supported, contents[mid]),
-                tasks=_summary(a),
+                tasks=a,
             )
             for mid, a in safe.items()
         }
@@ -204,10 +211,16 @@ class StreamsRoundPlanner:
     ) -> RoundOutcome:
         content = AssignmentContent(error_code=AssignorError.SHUTDOWN_REQUESTED)
         user_data = self.codec.encode_assignment(versions.used, versions.commonly_supported, content)
-        log.warning("generation %d: telling %d members that the application shuts down", generation, len(members))
+        if versions.used < MIN_ERROR_CODE_VERSION:
+            log.error(
+                "generation %d: a shutdown was requested, but a member subscribed at version %d, which cannot"
+                " carry SHUTDOWN_REQUESTED: the members get no tasks and keep running",
+                generation, versions.used,
+            )
+        else:
+            log.warning("generation %d: telling %d members that the application shuts down", generation, len(members))
         return RoundOutcome(
-            {mid: MemberAssignment(generation, protocol.name, user_data, tasks=_summary(ClientAssignment()))
-             for mid in members},
+            {mid: MemberAssignment(generation, protocol.name, user_data) for mid in members},
             protocol.name,
         )
 
@@ -243,11 +256,11 @@ class StreamsRoundPlanner:
                 ClientState(
                     process_id=s.process_id,
                     capacity=members[mid].capacity,
-                    endpoint=_endpoint(s.user_endpoint),
                     tags=s.client_tags,
                     owned_active={t: gen for t in s.prev_tasks if t in self.tasks},
                     owned_standby=frozenset(t for t in s.standby_tasks if t in self.tasks),
                     task_offset_sums={t: v for t, v in s.task_offset_sums.items() if t in self.tasks},
+                    revoked_all=members[mid].revoked_all,
                 )
             )
         ends = self._end_offsets()
@@ -266,27 +279,17 @@ class StreamsRoundPlanner:
         return planned, next_at
 
     def _caught_up_elsewhere(self, task: TaskId, clients: Collection[ClientState], ends: Mapping[TaskId, int]) -> bool:
-        """KIP-441's caught-up rule: a stateless task runs anywhere; a stateful one needs a present
-        client whose state is within acceptable.recovery.lag of the changelog end."""
-        end = ends.get(task)
-        if end is None:
-            return True
-        for c in clients:
-            offset_sum = c.task_offset_sums.get(task)
-            if offset_sum is not None and offset_sum >= 0 and end - offset_sum <= self.configs.acceptable_recovery_lag:
-                return True
-        return False
+        """Could a present client take the task over without restoring? The assignor's own rule."""
+        end, acceptable = ends.get(task), self.configs.acceptable_recovery_lag
+        return any(is_caught_up(end, c.task_offset_sums.get(task), acceptable) for c in clients)
 
     @staticmethod
     def _probing_assignment(members: Mapping[str, Member]) -> dict[str, ClientAssignment]:
         """Everyone keeps what the coordinator last gave it, so nothing moves while versions settle."""
         out: dict[str, ClientAssignment] = {}
         for mid, m in members.items():
-            tasks = m.assignment.tasks if m.assignment else {}
-            out[mid] = ClientAssignment(
-                active=frozenset(TaskId.parse(t) for t in tasks.get("active", [])),
-                standby=frozenset(TaskId.parse(t) for t in tasks.get("standby", [])),
-            )
+            tasks = m.assignment.tasks if m.assignment else ClientAssignment()
+            out[mid] = ClientAssignment(active=tasks.active, standby=tasks.standby)
         return out
 
 

@@ -104,9 +104,6 @@ class Group:
             for task in got.active | got.standby:
                 client.offsets[task] = self.end[task]
 
-    def owners(self) -> dict[TaskId, uuid.UUID]:
-        return {t: pid for pid, c in self.clients.items() for t in c.active}
-
 
 def valid_owners(subs: list[ClientState]) -> dict[TaskId, uuid.UUID]:
     """KIP-341, computed independently: highest generation wins, ties to the lowest process id."""
@@ -181,14 +178,19 @@ def check_invariants(
         replicas.update(a.standby - a.warmup)
     for t in tasks:
         if t in end:  # a task withheld for hand-off is also a standby on its next owner
-            allowed = (want, want + 1) if active_count[t] == 0 else (want,)
-            assert replicas[t] in allowed, f"{t} has {replicas[t]} standbys, want {want}"
+            expected = want + 1 if active_count[t] == 0 else want
+            assert replicas[t] == expected, f"{t} has {replicas[t]} standbys, want {expected}"
     # Balance: once nothing waits for a warm-up or a revocation, every client is at its capacity share.
     if not result.followup_rebalance and result.probing_rebalance_at_ms is None:
         total_cap = sum(s.capacity for s in subs)
-        stateful = [t for t in tasks if t in end]
+        n_stateful = sum(1 for t in tasks if t in end)
         for pid, a in result.clients.items():
             cap = by_pid[pid].capacity
-            load = sum(1 for t in a.active if t in end)
-            lo, hi = len(stateful) * cap // total_cap, -(-len(stateful) * cap // total_cap)
-            assert lo <= load <= hi, f"{pid} (capacity {cap}) runs {load} stateful tasks, share is {lo}..{hi}"
+            stateful_load = sum(1 for t in a.active if t in end)
+            # Stateful and stateless tasks are balanced separately, each within its own share.
+            for kind, n_kind, load in (
+                ("stateful", n_stateful, stateful_load),
+                ("stateless", len(tasks) - n_stateful, len(a.active) - stateful_load),
+            ):
+                lo, hi = n_kind * cap // total_cap, -(-n_kind * cap // total_cap)
+                assert lo <= load <= hi, f"{pid} (capacity {cap}) runs {load} {kind} tasks, share is {lo}..{hi}"

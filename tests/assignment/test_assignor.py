@@ -20,7 +20,6 @@ from streams_rt.assignment.active_placement import general_assign
 from streams_rt.assignment.constrained import constrained_assign
 from streams_rt.assignment.lag import Lags
 from streams_rt.assignment.ownership import NO_OWNER
-from streams_rt.assignment.task_index import TaskIndex
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
 
 COOP, EAGER = RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER
@@ -157,10 +156,9 @@ def test_linear_pass_moves_no_more_than_the_general_path(n: int, n_tasks: int, d
     """In the uniform case the KAFKA-9987 linear pass and the general path agree on quality."""
     owner = [data.draw(st.integers(NO_OWNER, n - 1)) for _ in range(n_tasks)]
     tasks = [TaskId(0, p) for p in range(n_tasks)]
-    index = TaskIndex(tasks)
-    lags = Lags(tasks, [0] * n_tasks, [{}] * n, [frozenset()] * n, index, owner, [[]] * n, 10_000)
+    lags = Lags(tasks, [0] * n_tasks, [{}] * n, [frozenset()] * n, {t: i for i, t in enumerate(tasks)}, owner, [[]] * n, 10_000)
     pool = list(range(n_tasks))
-    linear = constrained_assign(pool, owner, n, lambda t, c: True, lambda t: t)
+    linear = constrained_assign(pool, owner, n, [True] * n_tasks, lambda t: t)
     general = general_assign(pool, owner, [1] * n, lags, lambda t: t)
     for placed in (linear, general):
         loads = [placed.count(c) for c in range(n)]

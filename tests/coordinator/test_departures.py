@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
+from streams_rt.assignment.lag import Lags, is_caught_up
+from streams_rt.assignment.ownership import NO_OWNER
 from streams_rt.coordinator.group import Member, MemberAssignment
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.coordinator.user_data import DecodedSubscription
@@ -58,3 +62,39 @@ def test_departed_client_that_returns_gets_its_tasks() -> None:
         "b": member("b", B, {T0: -2, T2: -2, T3: -2}, 3),
     }, 4, now_ms=2_000)
     assert T1 in active(back, "a2")
+
+
+def test_short_changelogs_are_caught_up_everywhere_so_nothing_waits() -> None:
+    """Changelog ends within acceptable.recovery.lag: any client can take the task without restoring
+    (lag = end for a client without state), so the departed client's tasks move at once."""
+    short = {t: 500 for t in (T0, T1, T2, T3)}
+    planner = StreamsRoundPlanner([T0, T1, T2, T3], changelog_end_offsets=lambda: short,
+                                  scheduled_rebalance_max_delay_ms=10_000)
+    planner({"a": member("a", A, {T0: -2, T1: -2}, 1), "b": member("b", B, {T2: -2, T3: -2}, 1)}, 2, now_ms=0)
+    out = planner({"b": member("b", B, {T2: -2, T3: -2}, 2)}, 3, now_ms=1_000)
+    assert active(out, "b") == {T0, T1, T2, T3}
+
+
+@pytest.mark.parametrize(
+    ("end", "offset_sum", "caught_up"),
+    [
+        (None, None, True),  # stateless: runs anywhere
+        (500, None, True),  # no state, but the whole changelog is within the acceptable lag
+        (20_000, None, False),
+        (20_000, -2, True),  # running active
+        (20_000, -3, False),  # holds state of unknown freshness
+        (20_000, 15_000, True),
+        (20_000, 5_000, False),
+        (20_000, 25_000, False),  # ahead of the end: counts as holding nothing (Kafka's rule)
+        (500, 25_000, True),
+    ],
+)
+def test_the_planner_and_the_assignor_share_one_caught_up_rule(end: int | None, offset_sum: int | None,
+                                                                 caught_up: bool) -> None:
+    assert is_caught_up(end, offset_sum, 10_000) is caught_up
+    if end is not None:
+        tasks = [T0]
+        sums = [{} if offset_sum is None else {T0: offset_sum}, {}]
+        owner = [1 if offset_sum == -2 else NO_OWNER]  # the assignor counts a running task via ownership
+        lags = Lags(tasks, [end], sums, [frozenset(), frozenset()], {t: i for i, t in enumerate(tasks)}, owner, [[], []], 10_000)
+        assert lags.caught_up(0, 1 if offset_sum == -2 else 0) is caught_up

@@ -199,12 +199,12 @@ def test_every_generation_is_saved_with_its_members_before_anyone_can_fetch_it(a
     assert g.state is GroupState.STABLE and g.generation == 1 and g.saving
     assert g.sync(member_id=a, instance_id="host-a", known_generation=-1, now_ms=1) is None  # not saved yet
     pending = g.unsaved()
-    assert pending is not None
+    assert pending is not None and g.has_unsaved
     changes, record = pending
     assert (record.generation, [m.member_id for m in record.members]) == (1, [a])
     assert record.members[0].instance_id == "host-a" and record.members[0].generation == 1
     g.saved(changes, record.generation)
-    assert not g.saving and g.unsaved() is None
+    assert not g.saving and g.unsaved() is None and not g.has_unsaved
     got = g.sync(member_id=a, instance_id="host-a", known_generation=-1, now_ms=2)
     assert got is not None and got.generation == 1
 
@@ -222,7 +222,7 @@ def test_a_round_formed_while_an_older_record_is_being_saved_waits_for_its_own_s
     join(g, 2, a)
     assert g.generation == 2
     g.saved(first[0], first[1].generation)
-    assert g.saving and g.unsaved() is not None
+    assert g.saving and g.unsaved() is not None and g.has_unsaved
     assert g.sync(member_id=b, instance_id=None, known_generation=-1, now_ms=3) is None
 
 

@@ -9,15 +9,17 @@ from streams_rt.coordinator.messages import HeartbeatRequest, HeartbeatResponse,
 from streams_rt.coordinator.service import Coordinator
 from streams_rt.tasks.group_client import GroupClient
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
-from tests.coordinator.harness import HostFactory, converged, hosts_at, ownership_overlaps, owners_from_logs, settled, wait_until
+from tests.coordinator.harness import (
+    HostFactory,
+    assert_single_owners,
+    converged,
+    hosts_at,
+    ownership_overlaps,
+    settled,
+    wait_until,
+)
 
 CONVERGE_S = 60
-
-
-def assert_single_owners(hosts: list) -> None:
-    doubles = {t: hs for t, hs in owners_from_logs(hosts).items() if len(hs) > 1}
-    assert not doubles, f"tasks with two owners: {doubles}"
-    assert not ownership_overlaps(hosts)
 
 
 def test_fourth_host_joins_and_only_moved_tasks_are_revoked(coordinator: Coordinator, hosts: HostFactory) -> None:

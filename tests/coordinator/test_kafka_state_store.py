@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from streams_rt.coordinator.group_record import MemberRecord
+from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
 from streams_rt.coordinator.state_store import CoordinatorSnapshot
 
 pytestmark = pytest.mark.broker
@@ -19,9 +19,9 @@ def test_last_generation_survives_a_new_store_instance(kafka_broker) -> None:  #
     store = KafkaStateStore(kafka_broker.bootstrap_servers, app)
     assert store.load() is None
     for g in (1, 2, 7):
-        store.save(CoordinatorSnapshot(app, g))
+        store.save(CoordinatorSnapshot(app, GroupRecord(g)))
     again = KafkaStateStore(kafka_broker.bootstrap_servers, app)
-    assert again.load() == CoordinatorSnapshot(app, 7)
+    assert again.load() == CoordinatorSnapshot(app, GroupRecord(7))
     assert again.topic == f"{app}-coordinator"
     store.close()
     again.close()
@@ -33,8 +33,8 @@ def test_members_survive_a_new_store_instance(kafka_broker) -> None:  # type: ig
     app = f"coord-{uuid.uuid4().hex[:8]}"
     member = MemberRecord("m-1", "host-a", "COOPERATIVE", 2, 4000, 8000, 3, ("0_0", "1_0"), ("0_1",))
     store = KafkaStateStore(kafka_broker.bootstrap_servers, app)
-    store.save(CoordinatorSnapshot(app, 3, "COOPERATIVE", (member,)))
+    store.save(CoordinatorSnapshot(app, GroupRecord(3, "COOPERATIVE", (member,))))
     again = KafkaStateStore(kafka_broker.bootstrap_servers, app)
-    assert again.load() == CoordinatorSnapshot(app, 3, "COOPERATIVE", (member,))
+    assert again.load() == CoordinatorSnapshot(app, GroupRecord(3, "COOPERATIVE", (member,)))
     store.close()
     again.close()

@@ -11,7 +11,7 @@ import pytest
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.coordinator.state_store import FileStateStore
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
-from tests.coordinator.harness import TASKS, HostFactory, ownership_overlaps, settled
+from tests.coordinator.harness import TASKS, HostFactory, ownership_overlaps, restart, settled
 
 # The hosts' session must outlast the coordinator's downtime (closing, reading the store, binding).
 HOST_ARGS = ("--session-ms", "4000", "--max-poll-ms", "8000")
@@ -42,21 +42,18 @@ def test_coordinator_restart_keeps_members_and_their_tasks(tmp_path: Path, app_a
         group = [hosts.start(n, *HOST_ARGS) for n in ("a", "b", "c")]
         before = settled(first, group)
         saved = store.load()
-        assert saved is not None and saved.generation == before["generation"]
-        assert sorted(m.member_id for m in saved.members) == sorted(before["members"])
-        assert sorted(t for m in saved.members for t in m.active) == sorted(map(str, TASKS))
+        assert saved is not None and saved.group.generation == before["generation"]
+        assert sorted(m.member_id for m in saved.group.members) == sorted(before["members"])
+        assert sorted(t for m in saved.group.members for t in m.active) == sorted(map(str, TASKS))
         held = {n: set(s["active"]) for n, s in before["hosts"].items()}
         marks = {h.name: len(h.events()) for h in group}
-        port = int(first.address.rsplit(":", 1)[1])
-        first.close()
-        group[2].kill9()  # c dies while the driver is down
-
-        second = Coordinator(CoordinatorConfig(app, port=port), StreamsRoundPlanner(TASKS), store=store)
+        group[2].kill9()  # c dies as the driver goes down: nobody can tell before its session expires
+        second = restart(first, StreamsRoundPlanner(TASKS), store)
         after = settled(second, group[:2])
         assert after["generation"] > before["generation"]
         assert set(after["members"]) < set(before["members"]), "a and b should rejoin under their old member ids"
         saved = store.load()
-        assert saved is not None and saved.generation == after["generation"]
+        assert saved is not None and saved.group.generation == after["generation"]
         for h in group[:2]:
             new_events = h.events()[marks[h.name]:]
             assert not [e for e in new_events if e["event"] == "lost"], f"{h.name} lost its tasks"

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 import pyarrow.flight as flight
 import pytest
 
-from streams_rt.coordinator.errors import GroupError
+from streams_rt.coordinator.errors import GroupError, SubscriptionRejected
 from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
 from streams_rt.coordinator.messages import (
     DescribeRequest,
@@ -17,12 +17,13 @@ from streams_rt.coordinator.messages import (
     HeartbeatResponse,
     JoinRequest,
     JoinResponse,
+    RequestShutdownRequest,
+    RequestShutdownResponse,
     SetProtocolRequest,
     SetProtocolResponse,
     SyncRequest,
     SyncResponse,
 )
-from streams_rt.coordinator.server import SubscriptionRejected
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.tasks.group_client import CoordinatorUnavailable, GroupClient
 
@@ -177,3 +178,18 @@ def test_heartbeat_long_poll_answers_when_a_rebalance_starts(client: GroupClient
 def test_set_protocol_without_a_policy_is_refused(client: GroupClient) -> None:
     resp = client.call(SetProtocolRequest("app", "EAGER"), SetProtocolResponse)
     assert resp.error == GroupError.INVALID_REQUEST.value and "toggle" in resp.message
+
+
+def test_request_shutdown_is_refused_over_rpc_when_upgrade_from_cannot_carry_it() -> None:
+    from streams_rt.coordinator.service import start_coordinator
+    from streams_rt.protocol import TaskId
+
+    c = start_coordinator({"application.id": "old-app", "upgrade.from": "1.1"}, [TaskId(0, 0)])
+    client = GroupClient(c.address)
+    try:
+        resp = client.call(RequestShutdownRequest("old-app", "test"), RequestShutdownResponse)
+        assert resp.error == GroupError.INVALID_REQUEST.value and "SHUTDOWN_REQUESTED" in resp.message
+        assert c.describe()["generation"] == 0, "no round was started"
+    finally:
+        client.close()
+        c.close()

@@ -89,7 +89,7 @@ def test_a_blocked_store_stalls_only_the_new_generations_delivery(tmp_path: Path
         after = settled(coordinator, live)
         assert after["generation"] > generation and not after["saving"]  # a follow-up round hands tasks to c
         saved = store.load()
-        assert saved is not None and saved.generation == after["generation"]
+        assert saved is not None and saved.group.generation == after["generation"]
         assert not [e for h in live[:2] for e in h.events() if e["event"] == "lost"]
         assert_single_owners(live)
     finally:

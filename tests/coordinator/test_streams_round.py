@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from streams_rt.assignment import AssignmentConfigs, ClientAssignment, RebalanceProtocol
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.group import Member, MemberAssignment
-from streams_rt.coordinator.server import SubscriptionRejected
+from streams_rt.coordinator.errors import GroupError, GroupErrorException, SubscriptionRejected
 from streams_rt.coordinator.streams_round import RoundVersions, StreamsRoundPlanner, enforce_handoff
 from streams_rt.protocol import NO_NEXT_REBALANCE, AssignorError, HostInfo, TaskId, TopicPartition, decode_assignment
 from streams_rt.coordinator.user_data import DecodedSubscription, StreamsUserDataCodec
@@ -33,11 +34,13 @@ def dec(s: SubscriptionInfo) -> DecodedSubscription:
 FUTURE = DecodedSubscription(12, 12, None)
 
 
-def member(mid: str, s: object, protocol: str = "COOPERATIVE", gen: int | None = None, tasks: dict | None = None) -> Member:
+def member(
+    mid: str, s: object, protocol: str = "COOPERATIVE", gen: int | None = None, tasks: ClientAssignment | None = None
+) -> Member:
     d = s if isinstance(s, DecodedSubscription) else dec(s)  # type: ignore[arg-type]
     m = Member(mid, None, protocol, d, 1000, 1000, 0, joined=True)
     if gen is not None:
-        m.assignment = MemberAssignment(gen, protocol, b"", tasks=tasks or {})
+        m.assignment = MemberAssignment(gen, protocol, b"", tasks=tasks or ClientAssignment())
     return m
 
 
@@ -84,7 +87,7 @@ def test_cooperative_round_revokes_only_moved_tasks_and_schedules_followup() -> 
     got_a = decode_assignment(out.assignments["a"].user_data)
     got_b = decode_assignment(out.assignments["b"].user_data)
     assert set(got_a.active_tasks) < set(T) and not got_b.active_tasks  # b waits for a to revoke
-    assert out.assignments["a"].tasks["revoke"]
+    assert out.assignments["a"].tasks.revoke
     # Follow-up: a rejoins without the revoked tasks; b now gets them.
     kept = frozenset(got_a.active_tasks)
     out2 = planner({"a": member("a", sub(11, 11, kept), gen=2), "b": member("b", sub(11, 11), gen=2)}, 3, 200)
@@ -109,8 +112,8 @@ def test_assignment_is_encoded_at_the_lowest_version_used() -> None:
 
 def test_probing_round_keeps_everyones_tasks() -> None:
     planner = StreamsRoundPlanner(T)
-    a = member("a", sub(11, 11, frozenset(T[:3])), gen=4, tasks={"active": [str(t) for t in T[:3]]})
-    b = member("b", FUTURE, gen=4, tasks={"active": [str(t) for t in T[3:]]})
+    a = member("a", sub(11, 11, frozenset(T[:3])), gen=4, tasks=ClientAssignment(active=frozenset(T[:3])))
+    b = member("b", FUTURE, gen=4, tasks=ClientAssignment(active=frozenset(T[3:])))
     out = planner({"a": a, "b": b}, 5, 77)
     assert out.next_rebalance_at_ms == 77
     assert set(decode_assignment(out.assignments["b"].user_data).active_tasks) == set(T[3:])
@@ -129,7 +132,7 @@ def test_warmups_schedule_a_probing_rebalance() -> None:
     a = member("a", sub(11, 11, frozenset(T)), gen=1)
     b = member("b", sub(11, 11))  # no state at all: actives may not move to it before it warms up
     out = planner({"a": a, "b": b}, 2, now_ms=1_000)
-    assert out.assignments["b"].tasks["warmup"]
+    assert out.assignments["b"].tasks.warmup
     assert not decode_assignment(out.assignments["b"].user_data).active_tasks
     assert out.next_rebalance_at_ms == 1_000 + planner.configs.probing_rebalance_interval_ms
 
@@ -206,3 +209,43 @@ def test_eager_round_still_withholds_tasks_a_cooperative_member_holds() -> None:
     out = planner({"a": member("a", sub(11, 11, frozenset(T)), gen=1), "b": member("b", sub(11, 11))}, 2, 9)
     assert out.protocol == "EAGER" and out.next_rebalance_at_ms == 9
     assert not decode_assignment(out.assignments["b"].user_data).active_tasks
+
+
+def test_shutdown_is_refused_when_upgrade_from_caps_the_version_below_the_error_code() -> None:
+    """AssignmentInfo below v4 has no error code: the request must fail, not succeed silently."""
+    planner = StreamsRoundPlanner(T, policy=ProtocolPolicy("1.1"))
+    with pytest.raises(GroupErrorException, match="SHUTDOWN_REQUESTED") as e:
+        planner.request_shutdown()
+    assert e.value.error is GroupError.INVALID_REQUEST and not planner.shutdown_requested
+    with pytest.raises(GroupErrorException):
+        StreamsRoundPlanner(T, codec=StreamsUserDataCodec(3)).request_shutdown()
+
+
+def test_shutdown_round_at_a_version_without_the_error_code_logs_an_error_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    planner = StreamsRoundPlanner(T)
+    planner.request_shutdown()
+    with caplog.at_level(logging.ERROR, logger="streams_rt.coordinator.streams_round"):
+        out = planner({"a": member("a", sub(3, 3)), "b": member("b", sub(3, 3)), "c": member("c", sub(11, 11))}, 1, 0)
+    infos = [decode_assignment(a.user_data) for a in out.assignments.values()]
+    assert {(i.version, i.error_code, i.active_tasks) for i in infos} == {(3, AssignorError.NONE, ())}
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "cannot carry SHUTDOWN_REQUESTED" in errors[0].getMessage()
+    v4 = planner({"a": member("a", sub(4, 4))}, 2, 0)
+    assert decode_assignment(v4.assignments["a"].user_data).error_code == AssignorError.SHUTDOWN_REQUESTED
+
+
+def test_a_revoked_all_eager_member_gets_its_old_tasks_in_the_same_cooperative_round() -> None:
+    """Mixed group, COOPERATIVE round: the EAGER member reports what it ran (stickiness) but holds
+    nothing, so its tasks are handed out at once: none revoked, none left unassigned, no follow-up."""
+    planner = StreamsRoundPlanner(T)
+    a = member("a", sub(11, 11, frozenset(T[:4])), "EAGER", gen=1)
+    a.revoked_all = True
+    b = member("b", sub(11, 11, frozenset(T[4:])), gen=1)
+    out = planner({"a": a, "b": b}, 2, now_ms=50)
+    assert out.protocol == "COOPERATIVE" and out.next_rebalance_at_ms is None
+    got = {mid: set(decode_assignment(x.user_data).active_tasks) for mid, x in out.assignments.items()}
+    assert got["a"] | got["b"] == set(T) and len(got["a"]) == len(got["b"]) == 3
+    assert got["a"] < set(T[:4]) and got["b"] > set(T[4:]), "sticky: a keeps 3 of its 4 tasks"
+    assert not out.assignments["a"].tasks.revoke and not out.assignments["b"].tasks.revoke

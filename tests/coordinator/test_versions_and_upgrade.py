@@ -23,6 +23,7 @@ from tests.coordinator.harness import (
     ownership_overlaps,
     restart,
     settled,
+    settled_now,
     wait_until,
 )
 
@@ -36,11 +37,8 @@ def settled_at(coordinator: Coordinator, hosts: list[Host], version: int) -> dic
     """Settled, with every host using subscription `version` (members that change version rejoin)."""
 
     def check() -> dict | None:
-        try:
-            d = settled(coordinator, hosts, timeout_s=0)
-        except AssertionError:
-            return None
-        return d if all(s["version"] == version for s in d["hosts"].values()) else None
+        d = settled_now(coordinator, hosts)
+        return d if d and all(s["version"] == version for s in d["hosts"].values()) else None
 
     return wait_until(check, 60, f"hosts {[h.name for h in hosts]} to settle at version {version}")
 
