@@ -95,10 +95,12 @@ def changelog_range(consumer: Consumer, tp: TopicPartition, timeout_s: float = 3
 def split_events(messages: Sequence[Message]) -> tuple[list[Message], list[Message]]:
     """A `consume()` batch as (records, partition-EOF events), each in order. An EOF event can sit
     anywhere in a batch, with newer records after it; any other error raises ChangelogError."""
+    errors = list(map(Message.error, messages))  # in C: this runs for every record restored
+    if not any(errors):  # a KafkaError is always truthy
+        return list(messages), []
     records: list[Message] = []
     eofs: list[Message] = []
-    for message in messages:
-        error = message.error()
+    for message, error in zip(messages, errors):
         if error is None:
             records.append(message)
         elif error.code() == KafkaError._PARTITION_EOF:
