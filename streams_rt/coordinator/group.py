@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streams_rt.assignment import ClientAssignment
-from streams_rt.coordinator.errors import GroupError, GroupErrorException
+from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
 from streams_rt.protocol import AssignorError, TaskId
 

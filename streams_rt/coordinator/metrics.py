@@ -1,31 +1,13 @@
-"""Rebalance metrics with KIP-429's names, fed by the group state machine (coordinator side) and
-by the member's listener calls (member side)."""
+"""KIP-429's rebalance metrics on the coordinator side, fed by the group state machine."""
 
 from __future__ import annotations
 
 import collections
 import threading
-from dataclasses import dataclass
+
+from streams_rt.sensor import Sensor
 
 HOUR_MS = 3_600_000
-
-
-@dataclass
-class Sensor:
-    """count / total / max / avg of one measured quantity."""
-
-    count: int = 0
-    total: float = 0.0
-    max: float = 0.0
-
-    def record(self, value: float) -> None:
-        self.count += 1
-        self.total += value
-        self.max = max(self.max, value)
-
-    @property
-    def avg(self) -> float:
-        return self.total / self.count if self.count else 0.0
 
 
 class HourlyRate:
@@ -79,19 +61,3 @@ class RebalanceMetrics:
                 "failed-rebalance-rate-per-hour": self.failed.per_hour(now_ms),
                 "last-rebalance-seconds-ago": ago,
             }
-
-
-class ListenerMetrics:
-    """Member side: latency of the revoked / assigned / lost callbacks (ms)."""
-
-    NAMES = ("revoked", "assigned", "lost")
-
-    def __init__(self) -> None:
-        self.sensors = {name: Sensor() for name in self.NAMES}
-
-    def snapshot(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for name, s in self.sensors.items():
-            out[f"partitions-{name}-latency-avg"] = s.avg
-            out[f"partitions-{name}-latency-max"] = s.max
-        return out

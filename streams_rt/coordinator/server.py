@@ -11,11 +11,12 @@ from typing import Any
 
 import pyarrow.flight as flight
 
-from streams_rt.coordinator.errors import GroupError, GroupErrorException, SubscriptionRejected
+from streams_rt.rpc.errors import GroupError, GroupErrorException
+from streams_rt.coordinator.errors import SubscriptionRejected
 from streams_rt.coordinator.group import Group
 from streams_rt.coordinator.group_record import GroupRecord
 from streams_rt.coordinator.saver import RecordSaver
-from streams_rt.coordinator.messages import (
+from streams_rt.rpc.messages import (
     REQUESTS,
     DescribeRequest,
     DescribeResponse,

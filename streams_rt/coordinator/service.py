@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streams_rt.assignment import AssignmentConfigs, RebalanceProtocol
-from streams_rt.coordinator.errors import GroupError, GroupErrorException
+from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.coordinator.group import Group, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
 from streams_rt.coordinator.metrics import RebalanceMetrics

@@ -14,7 +14,8 @@ from streams_rt.assignment import AssignmentConfigs, ClientAssignment, ClientSta
 from streams_rt.assignment.lag import is_caught_up
 from streams_rt.coordinator.assignment_content import SourceTopics, build_contents
 from streams_rt.coordinator.departures import DepartureTracker
-from streams_rt.coordinator.errors import GroupError, GroupErrorException, SubscriptionRejected
+from streams_rt.rpc.errors import GroupError, GroupErrorException
+from streams_rt.coordinator.errors import SubscriptionRejected
 from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.user_data import (

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from streams_rt.coordinator.errors import GroupError
-from streams_rt.coordinator.messages import (
+from streams_rt.rpc.errors import GroupError
+from streams_rt.rpc.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinRequest,
@@ -26,7 +26,7 @@ from streams_rt.coordinator.messages import (
     SyncRequest,
     SyncResponse,
 )
-from streams_rt.coordinator.metrics import ListenerMetrics
+from streams_rt.tasks.metrics import ListenerMetrics
 from streams_rt.protocol import (
     AssignorError,
     MalformedUserData,
@@ -36,7 +36,7 @@ from streams_rt.protocol import (
     on_assignment_version,
     parse_upgrade_from,
 )
-from streams_rt.tasks.group_client import CoordinatorUnavailable, GroupClient
+from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
 
 log = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
-from streams_rt.coordinator.messages import RequestShutdownRequest, RequestShutdownResponse
+from streams_rt.rpc.messages import RequestShutdownRequest, RequestShutdownResponse
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.coordinator.user_data import AssignmentContent
 from streams_rt.protocol import AssignorError
-from streams_rt.tasks.group_client import GroupClient
+from streams_rt.rpc.client import GroupClient
 from tests.coordinator.harness import TASKS, Host, HostFactory, settled, wait_until
 
 

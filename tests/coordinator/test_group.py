@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from streams_rt.coordinator.errors import GroupError, GroupErrorException
+from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.coordinator.group import Group, GroupState, Member, MemberAssignment, RoundOutcome
 from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pyarrow.flight as flight
 
-from streams_rt.coordinator.errors import GroupError
-from streams_rt.coordinator.messages import SetProtocolRequest, SetProtocolResponse
+from streams_rt.rpc.errors import GroupError
+from streams_rt.rpc.messages import SetProtocolRequest, SetProtocolResponse
 from streams_rt.coordinator.service import Coordinator
-from streams_rt.tasks.group_client import GroupClient
+from streams_rt.rpc.client import GroupClient
 from tests.coordinator.harness import Host, HostFactory, ownership_overlaps, settled_now, wait_until
 
 

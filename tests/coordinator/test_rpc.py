@@ -8,9 +8,10 @@ from collections.abc import Iterator, Mapping
 import pyarrow.flight as flight
 import pytest
 
-from streams_rt.coordinator.errors import GroupError, SubscriptionRejected
+from streams_rt.rpc.errors import GroupError
+from streams_rt.coordinator.errors import SubscriptionRejected
 from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
-from streams_rt.coordinator.messages import (
+from streams_rt.rpc.messages import (
     DescribeRequest,
     DescribeResponse,
     HeartbeatRequest,
@@ -25,7 +26,7 @@ from streams_rt.coordinator.messages import (
     SyncResponse,
 )
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
-from streams_rt.tasks.group_client import CoordinatorUnavailable, GroupClient
+from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
 
 
 class EchoPlanner:

@@ -10,7 +10,8 @@ import pytest
 from streams_rt.assignment import AssignmentConfigs, ClientAssignment, RebalanceProtocol
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.group import Member, MemberAssignment
-from streams_rt.coordinator.errors import GroupError, GroupErrorException, SubscriptionRejected
+from streams_rt.rpc.errors import GroupError, GroupErrorException
+from streams_rt.coordinator.errors import SubscriptionRejected
 from streams_rt.coordinator.streams_round import RoundVersions, StreamsRoundPlanner, enforce_handoff
 from streams_rt.protocol import NO_NEXT_REBALANCE, AssignorError, HostInfo, TaskId, TopicPartition, decode_assignment
 from streams_rt.coordinator.user_data import DecodedSubscription, StreamsUserDataCodec

@@ -8,8 +8,8 @@ import pytest
 
 from streams_rt.assignment import RebalanceProtocol
 from streams_rt.coordinator.user_data import AssignmentContent, StreamsUserDataCodec
-from streams_rt.coordinator.errors import GroupError
-from streams_rt.coordinator.messages import HeartbeatResponse, SyncResponse
+from streams_rt.rpc.errors import GroupError
+from streams_rt.rpc.messages import HeartbeatResponse, SyncResponse
 from streams_rt.protocol import AssignorError, TaskId
 from streams_rt.tasks.group_member import AssignmentErrorReceived, GroupMember, MemberConfig, MemberState
 from streams_rt.tasks.streams_codec import StreamsMemberCodec

@@ -13,7 +13,7 @@ import types
 import typing
 from typing import Any, ClassVar, TypeVar
 
-from streams_rt.coordinator.errors import GroupError, GroupErrorException
+from streams_rt.rpc.errors import GroupError, GroupErrorException
 
 M = TypeVar("M", bound="Message")
 

@@ -6,7 +6,7 @@ from typing import TypeVar
 
 import pyarrow.flight as flight
 
-from streams_rt.coordinator.messages import REQUESTS, Message, Response
+from streams_rt.rpc.messages import REQUESTS, Message, Response
 
 R = TypeVar("R", bound=Response)
 
