@@ -36,7 +36,8 @@ class _Quiet:
 
 def worker(address: str, app: str, count: int, heartbeat_ms: int) -> None:
     """Runs `count` members until stdin closes."""
-    from streams_rt.tasks.group_member import GroupMember, MemberConfig
+    from streams_rt.tasks.group_member import GroupMember
+    from streams_rt.tasks.membership import MemberConfig
     from streams_rt.tasks.streams_codec import StreamsMemberCodec
 
     config = MemberConfig(app, address, session_timeout_ms=30_000, heartbeat_interval_ms=heartbeat_ms,

@@ -9,7 +9,7 @@ import dataclasses
 
 from streams_rt.coordinator.user_data import AssignmentContent, DecodedSubscription, StreamsUserDataCodec
 from streams_rt.protocol import LATEST_SUPPORTED_VERSION, TaskId
-from streams_rt.tasks.group_member import ReceivedAssignment
+from streams_rt.tasks.membership import ReceivedAssignment
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
 
 FUTURE_VERSION = LATEST_SUPPORTED_VERSION + 1

@@ -18,7 +18,8 @@ import uuid
 
 from streams_rt.assignment import RebalanceProtocol
 from streams_rt.protocol import LATEST_SUPPORTED_VERSION, TaskId
-from streams_rt.tasks.group_member import GroupMember, MemberConfig, MemberState
+from streams_rt.tasks.group_member import GroupMember
+from streams_rt.tasks.membership import GroupRefused, MemberConfig, MemberState
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
 from tests.coordinator.future_codec import FUTURE_VERSION, FutureMemberCodec
 
@@ -130,22 +131,26 @@ def main() -> int:
     out.write("started", pid=str(pid))
     last = None
     while not stop.is_set():
-        member.wait_for(lambda m: m.state is not MemberState.STABLE or (m.generation, m.used_version) != last, 0.2)
-        if member.state is MemberState.FAILED:
-            f = member.failure
-            out.write("failed", error=f.error.value if f else "", assignor_error=f.assignor_error if f else 0, message=str(f))
+        m = member.wait_for(lambda s: s.state is not MemberState.STABLE or (s.generation, s.used_version) != last, 0.2)
+        if m is None:
+            continue
+        if m.state is MemberState.FAILED:
+            f = m.failure
+            refused = f if isinstance(f, GroupRefused) else None
+            out.write("failed", error=refused.error.value if refused else type(f).__name__,
+                      assignor_error=refused.assignor_error if refused else 0, message=str(f))
             member.close(leave=False)
             return 2
-        if member.shutdown_requested:
-            out.write("shutdown", generation=member.generation)
+        if m.shutdown_requested:
+            out.write("shutdown", generation=m.generation)
             member.close()
             return 0
-        if member.state is MemberState.STABLE and (member.generation, member.used_version) != last:
-            last = (member.generation, member.used_version)
+        if m.state is MemberState.STABLE and (m.generation, m.used_version) != last:
+            last = (m.generation, m.used_version)
             out.write(
-                "stable", generation=member.generation, protocol=member.protocol.name, member_id=member.member_id,
-                version=member.used_version, assignment_version=member.assignment_version, eager=member.behaves_eager,
-                active=sorted(map(str, member.active)), standby=sorted(map(str, member.standby)),
+                "stable", generation=m.generation, protocol=m.protocol.name, member_id=m.member_id,
+                version=m.used_version, assignment_version=m.assignment_version, eager=m.behaves_eager,
+                active=sorted(map(str, m.active)), standby=sorted(map(str, m.standby)),
             )
     member.close()
     out.write("closed")
