@@ -3,7 +3,7 @@
 For each size (default 1M and 5M records; 16-byte keys, 100-byte values) it fills a changelog topic,
 then measures, each phase in a fresh child process so peak RSS is per phase:
   raw consume   confluent-kafka consume() batches with the restore consumer's settings, records counted;
-  restore       TaskState.open_active() on an empty state directory: the real restore path, timed
+  restore       TaskState.open_active() and the shared ChangelogReader on an empty state directory: the real restore path, timed
                 from the first record read to the store reopened for processing;
   rocksdb write WriteBatch puts of the same shape into a fresh store, no Kafka (batch build, write
                 and flush, all timed).
@@ -45,14 +45,13 @@ from streams_rt.protocol import TaskId  # noqa: E402
 from streams_rt.state import (  # noqa: E402
     AT_LEAST_ONCE,
     StateConfig,
-    StateDirectory,
     StoreSpec,
     TaskState,
     changelog_topic,
     ensure_changelog_topics,
 )
 from streams_rt.state.restore import CONSUME_BATCH, restore_consumer  # noqa: E402
-from streams_rt.state.stores.kv import KeyValueStore  # noqa: E402
+from streams_rt.state.stores import RocksDBKeyValueStore  # noqa: E402
 
 KEY_BYTES, VALUE_BYTES = 16, 100
 STORE = "bench"
@@ -144,10 +143,12 @@ def phase_restore(args: argparse.Namespace) -> dict:
             self.bar.close()
 
     try:
-        with StateDirectory(config.state_dir, config.application_id) as directory:
-            state = TaskState(config, directory, TASK, [StoreSpec(STORE)], listener=Listener())
+        with config.open_state_directory() as directory:
+            reader = config.changelog_reader(Listener())
+            state = TaskState(config, directory, TASK, [StoreSpec(STORE)], reader)
             started = time.perf_counter()
-            state.open_active()  # lock, checkpoint, watermarks, restore, flush, reopen, checkpoint
+            state.open_active()  # lock, checkpoint, watermarks, fencing
+            reader.finish_restores()  # restore, flush, reopen, checkpoint
             # Timed up to a store ready for processing: the last memtable flushes, any L0 compaction
             # and the reopen count, so no restore work escapes the clock.
             timings["end"] = time.perf_counter()
@@ -155,6 +156,7 @@ def phase_restore(args: argparse.Namespace) -> dict:
             total = timings["end"] - started
             count = state.store(STORE).approximate_count()
             state.close()
+            reader.close()
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)
     return {"records": timings["records"], "seconds": timings["end"] - timings["start"],
@@ -163,7 +165,7 @@ def phase_restore(args: argparse.Namespace) -> dict:
 
 def phase_rocksdb(args: argparse.Namespace) -> dict:
     directory = Path(tempfile.mkdtemp(prefix="bench-rocksdb-"))
-    store = KeyValueStore(STORE, directory)
+    store = RocksDBKeyValueStore(STORE, directory)
     store.open(bulk=True)
     write_opt = rocksdict.WriteOptions()
     write_opt.disable_wal = True

@@ -12,31 +12,51 @@ from streams_rt.state.errors import (
     StoreClosedError,
     TaskLockedError,
 )
+from streams_rt.state.changelog_reader import ChangelogReader
 from streams_rt.state.restore import ConsoleRestoreListener, StateRestoreListener
-from streams_rt.state.standby import StandbyUpdater
 from streams_rt.state.state_directory import StateDirectory
-from streams_rt.state.task_state import StoreSpec, TaskState, WindowSpec
+from streams_rt.state.stores import (
+    InMemoryKeyValueStore,
+    InMemoryWindowStore,
+    KeyValueStore,
+    RocksDBKeyValueStore,
+    RocksDBWindowStore,
+    StateStore,
+    WindowStore,
+)
+from streams_rt.state.task_state import Mode, StoreSpec, TaskState, TaskStateError, WindowSpec
+from streams_rt.state.updater import StateUpdater
 
 __all__ = [
     "AT_LEAST_ONCE",
     "EXACTLY_ONCE_V2",
     "ChangelogError",
+    "ChangelogReader",
     "ChangelogSpec",
     "ChangelogWriter",
     "ConsoleRestoreListener",
     "CorruptCheckpoint",
     "OffsetCheckpoint",
-    "StandbyUpdater",
+    "InMemoryKeyValueStore",
+    "InMemoryWindowStore",
+    "KeyValueStore",
+    "Mode",
+    "RocksDBKeyValueStore",
+    "RocksDBWindowStore",
     "StateConfig",
     "StateDirectory",
     "StateDirectoryLockedError",
     "StateError",
     "StateRestoreListener",
+    "StateStore",
+    "StateUpdater",
     "StoreClosedError",
     "StoreSpec",
     "TaskLockedError",
     "TaskState",
+    "TaskStateError",
     "WindowSpec",
+    "WindowStore",
     "changelog_topic",
     "ensure_changelog_topics",
     "format_checkpoint",

@@ -121,6 +121,11 @@ class ChangelogWriter:
             except BufferError:
                 self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
 
+    def flush(self) -> None:
+        """Deliver what was sent so far (inside the open transaction under exactly-once: it stays
+        invisible to read_committed readers until `commit`)."""
+        self._producer.flush(self._timeout_s)
+
     def commit(self) -> dict[TopicPartition, int]:
         """Flush (or commit the transaction); raise the first delivery error, naming its partition."""
         if self._in_transaction:

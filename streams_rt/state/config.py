@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from streams_rt.state.changelog import ChangelogSpec, ensure_changelog_topics
+from streams_rt.state.changelog_reader import ChangelogReader
+from streams_rt.state.restore import ConsoleRestoreListener, StateRestoreListener, restore_consumer
 from streams_rt.state.state_directory import StateDirectory
 from streams_rt.state.stores.rocksdb_options import RocksDBConfigSetter
 
@@ -46,6 +48,12 @@ class StateConfig:
     def open_state_directory(self, lock_application: bool = True) -> StateDirectory:
         """This application's state directory under `state.dir`, cleaned after `state.cleanup.delay.ms`."""
         return StateDirectory(self.state_dir, self.application_id, self.state_cleanup_delay_ms, lock_application)
+
+    def changelog_reader(self, listener: StateRestoreListener | None = None) -> ChangelogReader:
+        """The one changelog reader a host shares among its tasks; restores report to `listener`
+        (default: a console progress bar and one log line per store)."""
+        consumer = restore_consumer(self.bootstrap_servers, f"{self.application_id}-restore")
+        return ChangelogReader(consumer, listener if listener is not None else ConsoleRestoreListener())
 
     def ensure_changelog_topics(self, specs: Iterable[ChangelogSpec], partitions: int) -> None:
         """Create this application's missing changelog topics with `replication.factor` replicas."""

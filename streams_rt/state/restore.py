@@ -1,10 +1,6 @@
-"""Bulk restore of stores from their changelogs, and the restore listener (Kafka's
-StateRestoreListener: start, batch restored, end).
-
-The restore consumer `assign`s partitions (no group membership), reads committed records only, and
-hands each `consume()` batch to the store as one WriteBatch: per record, only the key and value
-leave librdkafka.
-"""
+"""What restores share: the restore consumer's settings, changelog ranges, splitting a `consume()`
+batch into records and partition-EOF events, and the restore listener (Kafka's
+StateRestoreListener: start, batch restored, end). The reading itself is `changelog_reader.py`."""
 
 from __future__ import annotations
 
@@ -15,13 +11,11 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
-from confluent_kafka import TopicPartition as KafkaTopicPartition
 from tqdm import tqdm
 
 from streams_rt.kafka.watermarks import watermark_offsets
 from streams_rt.protocol import TopicPartition
 from streams_rt.state.errors import ChangelogError
-from streams_rt.state.stores.base import RocksDBStore
 
 log = logging.getLogger(__name__)
 
@@ -108,51 +102,3 @@ def split_events(messages: Sequence[Message]) -> tuple[list[Message], list[Messa
         else:
             raise ChangelogError(message.topic() or "?", message.partition(), f"consume failed: {error}")
     return records, eofs
-
-
-def restore_store(
-    consumer: Consumer,
-    store: RocksDBStore,
-    tp: TopicPartition,
-    start_offset: int,
-    end_offset: int,
-    listener: StateRestoreListener | None = None,
-    timeout_s: float = 60.0,
-) -> int | None:
-    """Apply `tp` from `start_offset` up to `end_offset` (exclusive) into `store`, batch by batch;
-    return the offset of the last record applied (None: there was none).
-
-    A closed store is opened for bulk loading when the first records arrive, so a range holding
-    only transaction markers costs no open (the caller then calls `end_bulk_load`). Stops at the
-    end offset or at the partition's EOF event (the end can hide behind transaction markers); a
-    consume error raises ChangelogError."""
-    if listener is not None:
-        listener.on_restore_start(tp, store.name, start_offset, end_offset)
-    consumer.assign([KafkaTopicPartition(tp.topic, tp.partition, start_offset)])
-    restored, last_offset = 0, None
-    deadline = time.monotonic() + timeout_s
-    try:
-        while last_offset is None or last_offset + 1 < end_offset:
-            messages = consumer.consume(CONSUME_BATCH, 0.2)
-            if not messages:
-                if time.monotonic() > deadline:
-                    raise ChangelogError(tp.topic, tp.partition, f"no progress for {timeout_s}s at offset "
-                                         f"{last_offset} (restoring to {end_offset})")
-                continue
-            deadline = time.monotonic() + timeout_s
-            records, eofs = split_events(messages)
-            if records:
-                if not store.is_open:
-                    store.open(bulk=True)
-                store.apply_changelog(records)
-                last_offset = records[-1].offset()
-                restored += len(records)
-                if listener is not None:
-                    listener.on_batch_restored(tp, store.name, last_offset, len(records))
-            if eofs:
-                break
-    finally:
-        consumer.unassign()
-    if listener is not None:
-        listener.on_restore_end(tp, store.name, restored)
-    return last_offset

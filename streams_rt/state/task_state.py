@@ -1,39 +1,36 @@
 """The state of one task (Kafka's ProcessorStateManager): lock, stores, checkpoint, changelogs,
-restore, commit, and the standby-to-active promotion.
+restore, commit, and the standby-to-active promotion, as an explicit lifecycle.
 
-Commit order: changelog flush or transaction commit, then each store's WriteBatch (WAL on), then the
-WAL is synced, then the checkpoint is written. A crash at any point leaves RocksDB at or behind the
-changelog and the checkpoint at or behind RocksDB; replaying the changelog from checkpoint + 1 is
-idempotent, so the restored state equals the changelog's committed content.
+    CREATED --open_active--> RESTORING --restore_completed--> ACTIVE --close--> CLOSED
+    CREATED --open_standby-> STANDBY --promote--> RESTORING
+    (any open mode) --close--> CLOSED
+
+Its collaborators are injected: the host's shared `ChangelogReader` restores and follows the
+changelogs; `writer_factory` makes the task's changelog producer. Commit order: changelog flush or
+transaction commit, then each store applies its overlay together with the changelog offset it
+reaches (one atomic write), then the checkpoint file. The stores' own offsets decide where a
+restore resumes; the checkpoint file (Kafka's format) is what tools and offset sums read.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, Message
-from confluent_kafka import TopicPartition as KafkaTopicPartition
-
-from streams_rt.protocol import OFFSET_SUM_OFFSET_UNKNOWN, TaskId, TopicPartition
+from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.state.changelog import ChangelogSpec, ChangelogWriter, changelog_topic
+from streams_rt.state.changelog_reader import ChangelogReader
 from streams_rt.state.checkpoint import offset_sum
 from streams_rt.state.config import StateConfig
 from streams_rt.state.errors import CorruptCheckpoint, StateError
-from streams_rt.state.restore import (
-    CONSUME_BATCH,
-    ConsoleRestoreListener,
-    StateRestoreListener,
-    changelog_range,
-    restore_consumer,
-    restore_store,
-    split_events,
-)
 from streams_rt.state.state_directory import StateDirectory, TaskLock
-from streams_rt.state.stores.base import RocksDBStore
-from streams_rt.state.stores.kv import KeyValueStore
-from streams_rt.state.stores.window import WindowStore
+from streams_rt.state.stores.base import StateStore
+from streams_rt.state.stores.kv import RocksDBKeyValueStore
+from streams_rt.state.stores.memory import InMemoryKeyValueStore, InMemoryWindowStore
+from streams_rt.state.stores.rocksdb import RocksDBStore
+from streams_rt.state.stores.window import RocksDBWindowStore
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +44,12 @@ class WindowSpec:
 
 @dataclass(frozen=True)
 class StoreSpec:
-    """A store as the topology declares it; `window` makes it a window store."""
+    """A store as the topology declares it: `window` makes it a window store, `in_memory` keeps it
+    in memory (restored from its changelog after every open) instead of RocksDB."""
 
     name: str
     window: WindowSpec | None = None
+    in_memory: bool = False
 
     def changelog(self, application_id: str) -> ChangelogSpec:
         return ChangelogSpec(
@@ -59,247 +58,254 @@ class StoreSpec:
         )
 
 
-class TaskState:
-    """Opened active (`open_active`) or standby (`open_standby`); never both at once. Restores
-    report to `listener` (default: a console progress bar and one log line per store)."""
+class Mode(enum.Enum):
+    CREATED = "CREATED"
+    RESTORING = "RESTORING"  # active: stores are being restored to their changelogs' ends
+    ACTIVE = "ACTIVE"  # restored, writable, committing
+    STANDBY = "STANDBY"  # following the changelogs, read-only
+    CLOSED = "CLOSED"
 
+
+TRANSITIONS: Mapping[Mode, frozenset[Mode]] = {
+    Mode.CREATED: frozenset({Mode.RESTORING, Mode.STANDBY, Mode.CLOSED}),
+    Mode.RESTORING: frozenset({Mode.ACTIVE, Mode.CLOSED}),
+    Mode.STANDBY: frozenset({Mode.RESTORING, Mode.CLOSED}),
+    Mode.ACTIVE: frozenset({Mode.CLOSED}),
+    Mode.CLOSED: frozenset(),
+}
+
+
+class TaskStateError(StateError):
+    """A call that the task's state does not allow in its current mode (a bug in the caller)."""
+
+    def __init__(self, task: TaskId, action: str, mode: Mode) -> None:
+        self.task, self.action, self.mode = task, action, mode
+        super().__init__(f"task {task}: cannot {action} while {mode.value}")
+
+
+WriterFactory = Callable[[str | None], ChangelogWriter]  # transactional.id (None: at-least-once)
+
+
+class TaskState:
     def __init__(
         self,
         config: StateConfig,
         directory: StateDirectory,
         task: TaskId,
         specs: Sequence[StoreSpec],
-        listener: StateRestoreListener | None = None,
+        reader: ChangelogReader,
+        *,
+        writer_factory: WriterFactory | None = None,
     ) -> None:
         self.config, self.directory, self.task = config, directory, task
-        self.listener = listener if listener is not None else ConsoleRestoreListener()
+        self.mode = Mode.CREATED
+        self._reader = reader
+        self._new_writer: WriterFactory = writer_factory or (
+            lambda tx_id: ChangelogWriter(config.bootstrap_servers, tx_id)
+        )
         self._specs = {spec.name: spec for spec in specs}
+        self._tps = {
+            name: TopicPartition(spec.changelog(config.application_id).topic, task.partition)
+            for name, spec in self._specs.items()
+        }
         self._lock: TaskLock | None = None
-        self._stores: dict[str, RocksDBStore] = {}
-        self._tps: dict[str, TopicPartition] = {}
-        self.offsets: dict[TopicPartition, int] = {}  # last changelog offset each store contains
-        # Standby read positions: past the last record applied and past commit markers seen at
-        # the end (partition-EOF events); the only record of where a standby reads next.
-        self._positions: dict[TopicPartition, int] = {}
+        self._stores: dict[str, StateStore] = {}
         self._writer: ChangelogWriter | None = None
-        self._consumer: Consumer | None = None
-        self.standby = False
 
-    # -- opening -----------------------------------------------------------------------------
-    def _open_common(self) -> dict[TopicPartition, int]:
-        """Lock the task directory, create the stores, read the checkpoint (wiping on corruption)."""
-        self._lock = self.directory.lock_task(self.task)
-        task_dir = self._lock.directory
-        for name, spec in self._specs.items():
-            setter = self.config.rocksdb_config_setter
-            if spec.window is None:
-                store: RocksDBStore = KeyValueStore(name, task_dir, setter)
-            else:
-                store = WindowStore(name, task_dir, spec.window.retention_ms, spec.window.window_size_ms,
-                                    spec.window.segment_interval_ms, setter)
-            self._stores[name] = store
-            self._tps[name] = TopicPartition(spec.changelog(self.config.application_id).topic, self.task.partition)
-        checkpoint = self.directory.checkpoint_for(self.task)
-        try:
-            checkpointed = checkpoint.read()
-        except CorruptCheckpoint as exc:
-            log.warning("task %s: %s; wiping its stores and restoring from the beginning", self.task, exc)
-            checkpoint.delete()
-            for store in self._stores.values():
-                store.wipe()
-            checkpointed = {}
-        self._consumer = restore_consumer(self.config.bootstrap_servers, f"{self.config.application_id}-restore")
-        return checkpointed
+    # -- lifecycle ---------------------------------------------------------------------------
+    def _move(self, action: str, to: Mode) -> None:
+        if to not in TRANSITIONS[self.mode]:
+            raise TaskStateError(self.task, action, self.mode)
+        self.mode = to
 
-    def _validate(self, checkpointed: Mapping[TopicPartition, int]) -> dict[TopicPartition, tuple[int, int]]:
-        """Keep a checkpointed offset only if it lies in the changelog's current range; otherwise
-        (or without one) wipe the store so the restore from the beginning starts from empty.
-        Returns each changelog's range `(low, end)`: looked up once per open, not once per step."""
-        assert self._consumer is not None
-        ranges: dict[TopicPartition, tuple[int, int]] = {}
-        for name, store in self._stores.items():
-            tp = self._tps[name]
-            low, high = ranges[tp] = changelog_range(self._consumer, tp)
-            offset = checkpointed.get(tp)
-            if offset is None or offset == OFFSET_SUM_OFFSET_UNKNOWN:
-                if not store.path.exists():
-                    continue
-                reason = "no checkpointed offset"
-                quiet = offset is None and not _holds_data(store)  # leftovers of a store never written
-            elif not store.path.exists():
-                reason, quiet = f"store files are missing although offset {offset} is checkpointed", False
-            elif not low - 1 <= offset < high:
-                reason, quiet = f"checkpointed offset {offset} is outside the changelog's range [{low}, {high})", False
-            else:
-                self.offsets[tp] = offset
-                continue
-            if not quiet:
-                log.warning("task %s store %s: %s; wiping it and restoring %s from the beginning",
-                            self.task, name, reason, tp)
-            store.wipe()  # closed: only its files go
-        return ranges
-
-    def _start_offsets(self, ranges: Mapping[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, int]:
-        """Where reading resumes after an open: past the checkpointed offset, else the changelog's beginning."""
-        return {tp: self.offsets[tp] + 1 if tp in self.offsets else low for tp, (low, _) in ranges.items()}
+    def _require(self, action: str, *modes: Mode) -> None:
+        if self.mode not in modes:
+            raise TaskStateError(self.task, action, self.mode)
 
     def open_active(self) -> None:
-        """Lock, fence the previous owner (exactly-once), restore every store to the changelog end."""
+        """Lock, fence the previous owner (exactly-once) and register every store's restore with the
+        reader; `restore_completed` follows once they reached their changelogs' ends."""
+        self._move("open as active", Mode.RESTORING)
         try:
-            checkpointed = self._open_common()
-            self._writer = self._new_writer()  # after the lock: never fence a live owner
-            ranges = self._validate(checkpointed)
-            starts = self._start_offsets(ranges)
-            for name, store in self._stores.items():
-                tp = self._tps[name]
-                self._catch_up(name, store, starts[tp], ranges[tp][1])
-            self._attach_changelogs()
-            self._write_checkpoint()
+            self._open_stores()
+            self._writer = self._new_writer(self._transactional_id())  # after the lock: never fence a live owner
+            starts, ends = self._resume_points()
+            self._reader.restore(self, self._by_tp(), starts, ends)
         except BaseException:
             self.close(clean=False)
             raise
 
     def open_standby(self) -> None:
-        """Lock and open the stores read-only; `update` then applies the changelogs continuously."""
-        self.standby = True
+        """Lock, open the stores and follow their changelogs (read-only) until promoted or closed."""
+        self._move("open as standby", Mode.STANDBY)
         try:
-            ranges = self._validate(self._open_common())
-            assert self._consumer is not None
-            self._positions = self._start_offsets(ranges)
-            assignment = []
-            for name, store in self._stores.items():
-                store.open()
-                tp = self._tps[name]
-                assignment.append(KafkaTopicPartition(tp.topic, tp.partition, self._positions[tp]))
-            self._consumer.assign(assignment)
+            self._open_stores()
+            starts, _ = self._resume_points()
+            for store in self._stores.values():
+                if not store.is_open:
+                    store.open()
+            self._reader.follow(self.task, self._by_tp(), starts)
         except BaseException:
             self.close(clean=False)
             raise
 
-    def _new_writer(self) -> ChangelogWriter:
-        """Exactly-once: transactional with the task's id, which fences the previous owner and
-        aborts its open transaction, so its uncommitted writes are never restored."""
-        tx_id = f"{self.config.application_id}-{self.task}" if self.config.exactly_once else None
-        return ChangelogWriter(self.config.bootstrap_servers, tx_id)
+    def promote(self) -> None:
+        """Standby to active, in place: the stores stay open and only the tail not yet applied is
+        read. The changelogs' ends are read after the fencing: the previous owner may have
+        committed since."""
+        self._move("promote", Mode.RESTORING)
+        try:
+            positions = self._reader.remove(self.task)
+            self._checkpoint()
+            self._writer = self._new_writer(self._transactional_id())
+            ends = {tp: self._reader.changelog_range(tp)[1] for tp in positions}
+            self._reader.restore(self, self._by_tp(), positions, ends)
+        except BaseException:
+            self.close(clean=False)
+            raise
 
-    def _catch_up(self, name: str, store: RocksDBStore, start: int, end: int) -> None:
-        """Restore `store` from `start` to `end`, then make it durable. A closed store (open_active)
-        is bulk loaded only if records arrive, else opened once with the processing options; an
-        open one (promote) stays open."""
-        assert self._consumer is not None
-        tp = self._tps[name]
-        if start < end:
-            last_offset = restore_store(self._consumer, store, tp, start, end, self.listener)
-            if last_offset is not None:
-                self.offsets[tp] = last_offset
-        if store.bulk_loading:
-            store.end_bulk_load()  # flush, keep L0 below the slowdown trigger, processing options
-        elif store.is_open:
-            store.sync()
-        else:
-            store.open()
-
-    def _attach_changelogs(self) -> None:
-        writer = self._writer
-        assert writer is not None
+    def restore_completed(self) -> None:
+        """Called by the reader: every store reached its end. Make the restore durable, open the
+        stores for processing, route their writes to the changelogs, checkpoint."""
+        self._move("complete a restore", Mode.ACTIVE)
+        writer = self._active_writer("complete a restore")
         for name, store in self._stores.items():
+            store.finish_restore()
             tp = self._tps[name]
             store.attach_changelog(lambda key, value, t=tp.topic, p=tp.partition: writer.send(t, p, key, value))
+        self._checkpoint()
+
+    def _active_writer(self, action: str) -> ChangelogWriter:
+        """The changelog writer, which open_active and promote make before any restore starts."""
+        if self._writer is None:
+            raise TaskStateError(self.task, action, self.mode)
+        return self._writer
+
+    def _transactional_id(self) -> str | None:
+        """Exactly-once: the task's transactional.id fences the previous owner and aborts its open
+        transaction, so its uncommitted writes are never restored."""
+        return f"{self.config.application_id}-{self.task}" if self.config.exactly_once else None
+
+    def _open_stores(self) -> None:
+        """Lock the task directory and create its stores (closed); a corrupt checkpoint file is
+        logged and removed: the stores' own offsets say what they hold."""
+        self._lock = self.directory.lock_task(self.task)
+        task_dir = self._lock.directory
+        setter = self.config.rocksdb_config_setter
+        for name, spec in self._specs.items():
+            window = spec.window
+            if window is None:
+                self._stores[name] = (InMemoryKeyValueStore(name) if spec.in_memory
+                                      else RocksDBKeyValueStore(name, task_dir, setter))
+            elif spec.in_memory:
+                self._stores[name] = InMemoryWindowStore(name, window.retention_ms, window.window_size_ms,
+                                                         window.segment_interval_ms)
+            else:
+                self._stores[name] = RocksDBWindowStore(name, task_dir, window.retention_ms, window.window_size_ms,
+                                                        window.segment_interval_ms, setter)
+        checkpoint = self.directory.checkpoint_for(self.task)
+        try:
+            checkpoint.read()
+        except CorruptCheckpoint as exc:
+            log.warning("task %s: %s; removing it (the stores' own offsets say what they hold)", self.task, exc)
+            checkpoint.delete()
+
+    def _resume_points(self) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+        """Per changelog: where reading resumes (past the store's own applied offset, else the
+        changelog's beginning) and the changelog's end. A store whose offset lies outside the
+        changelog's range, or that holds data but no offset, is wiped first (logged). Each range is
+        looked up once per open."""
+        starts: dict[TopicPartition, int] = {}
+        ends: dict[TopicPartition, int] = {}
+        for name, store in self._stores.items():
+            tp = self._tps[name]
+            low, high = self._reader.changelog_range(tp)
+            ends[tp] = high
+            applied, holds_data = _look_into(store)
+            if applied is not None and low - 1 <= applied < high:
+                starts[tp] = applied + 1
+                continue
+            if applied is not None:
+                log.warning("task %s store %s: applied offset %d is outside the changelog's range [%d, %d); "
+                            "wiping it and restoring %s from the beginning", self.task, name, applied, low, high, tp)
+                store.wipe()
+            elif holds_data:
+                log.warning("task %s store %s: holds data but no applied changelog offset; "
+                            "wiping it and restoring %s from the beginning", self.task, name, tp)
+                store.wipe()
+            starts[tp] = low
+        return starts, ends
+
+    def _by_tp(self) -> dict[TopicPartition, StateStore]:
+        return {self._tps[name]: store for name, store in self._stores.items()}
 
     # -- processing --------------------------------------------------------------------------
-    def store(self, name: str) -> RocksDBStore:
+    def store(self, name: str) -> StateStore:
+        self._require(f"use store {name}", Mode.ACTIVE, Mode.STANDBY, Mode.RESTORING)
         return self._stores[name]
 
-    def commit(self) -> None:
-        """The commit point: changelog durable, then stores, then the checkpoint."""
-        if self._writer is None:
-            raise StateError(f"task {self.task} is not active")
-        written = self._writer.commit()
-        for store in self._stores.values():
-            store.commit()
-            store.sync()
-        self.offsets.update(written)  # the writer only writes this task's changelog partitions
-        self._write_checkpoint()
-
-    def _write_checkpoint(self) -> None:
-        self.directory.checkpoint_for(self.task).write(self.offsets)
+    @property
+    def offsets(self) -> dict[TopicPartition, int]:
+        """The last changelog offset each open store contains (its own record of it)."""
+        found = {}
+        for name, store in self._stores.items():
+            if store.is_open and (offset := store.applied_offset()) is not None:
+                found[self._tps[name]] = offset
+        return found
 
     def offset_sum(self) -> int:
         return offset_sum(self.offsets)
 
-    # -- standby -----------------------------------------------------------------------------
-    def update(self, timeout_s: float = 0.1, max_records: int = CONSUME_BATCH) -> int:
-        """Standby: apply whatever the changelogs have; returns the number of records applied."""
-        assert self.standby and self._consumer is not None
-        records, eofs = split_events(self._consumer.consume(max_records, timeout_s))
-        for eof in eofs:
-            tp = TopicPartition(eof.topic(), eof.partition())
-            self._positions[tp] = max(self._positions[tp], eof.offset())
-        by_topic: dict[str, list[Message]] = {}
-        for message in records:
-            by_topic.setdefault(message.topic(), []).append(message)
-        applied = 0
+    def commit(self) -> None:
+        """The commit point: changelog durable, then each store's overlay with its changelog offset,
+        then the checkpoint."""
+        self._require("commit", Mode.ACTIVE)
+        written = self._active_writer("commit").commit()
         for name, store in self._stores.items():
-            tp = self._tps[name]
-            batch = by_topic.get(tp.topic)
-            if batch:
-                store.apply_changelog(batch)
-                self.offsets[tp] = batch[-1].offset()
-                self._positions[tp] = max(self._positions[tp], self.offsets[tp] + 1)
-                applied += len(batch)
-        return applied
-
-    def lag(self) -> int:
-        """Standby: offsets between the read position and the changelogs' current committed ends
-        (records plus any commit markers not yet passed): 0 when caught up."""
-        assert self.standby and self._consumer is not None
-        return sum(max(0, changelog_range(self._consumer, tp)[1] - self._positions[tp]) for tp in self._tps.values())
+            store.commit(written.get(self._tps[name]))
+            store.sync()
+        self._checkpoint()
 
     def checkpoint(self) -> None:
-        """Make applied records durable and checkpoint them (standbys do this periodically)."""
-        for store in self._stores.values():
-            store.sync()
-        self._write_checkpoint()
+        """Make what the stores hold durable and checkpoint it (standbys do this periodically)."""
+        self._require("checkpoint", Mode.STANDBY, Mode.ACTIVE)
+        self._checkpoint()
 
-    def promote(self) -> None:
-        """Standby to active, in place: the stores stay open, only the tail not yet applied is
-        read (from the standby's read position), then writes go to the changelog."""
-        assert self.standby and self._consumer is not None
-        self._consumer.unassign()
-        self.checkpoint()
-        self.standby = False
-        self._writer = self._new_writer()
-        for name, store in self._stores.items():
-            tp = self._tps[name]
-            # The end is read now, after the fencing: the previous owner may have committed since.
-            self._catch_up(name, store, self._positions[tp], changelog_range(self._consumer, tp)[1])
-        self._attach_changelogs()
-        self._write_checkpoint()
+    def _checkpoint(self) -> None:
+        for store in self._stores.values():
+            if store.is_open:
+                store.sync()
+        self.directory.checkpoint_for(self.task).write(self.offsets)
+
+    def lag(self) -> int:
+        """Standby: offsets between the read positions and the changelogs' current ends."""
+        self._require("report a standby lag", Mode.STANDBY)
+        return self._reader.lag(self.task)
 
     # -- closing -----------------------------------------------------------------------------
     def close(self, clean: bool = True) -> None:
         """Clean: commit (active) or checkpoint (standby), then release everything. Dirty: drop
         uncommitted writes (purged from the producer too) and abort the open transaction; the
-        checkpoint stays as it was."""
+        checkpoint stays as it was. Closing a closed task does nothing."""
+        if self.mode is Mode.CLOSED:
+            return
         committed = False
         try:
-            if clean and self._lock is not None:
-                if self.standby:
-                    self.checkpoint()
-                elif self._writer is not None:
-                    self.commit()
-                    committed = True
+            if clean and self.mode is Mode.STANDBY:
+                self._checkpoint()
+            elif clean and self.mode is Mode.ACTIVE:
+                self.commit()
+                committed = True
             elif self._writer is not None:
                 try:
                     self._writer.abort()
                 except Exception as exc:  # noqa: BLE001 - fenced or broker gone: the txn times out
                     log.warning("task %s: aborting the changelog transaction failed: %s", self.task, exc)
         finally:
+            self.mode = Mode.CLOSED
+            self._reader.remove(self.task)
             for store in self._stores.values():
                 store.close()
-            if self._consumer is not None:
-                self._consumer.close()
-                self._consumer = None
             if self._writer is not None:
                 self._writer.close(discard=not committed)
                 self._writer = None
@@ -308,10 +314,16 @@ class TaskState:
                 self._lock = None
 
 
-def _holds_data(store: RocksDBStore) -> bool:
-    """Open a closed store just to look: only whether wiping it deserves a warning depends on it."""
+def _look_into(store: StateStore) -> tuple[int | None, bool]:
+    """(applied offset, holds data) of a store that may be closed; a closed RocksDB store is opened
+    only if its files exist, and closed again (so a restore can open it with bulk options)."""
+    if store.is_open:
+        return store.applied_offset(), not store.is_empty()
+    if isinstance(store, RocksDBStore) and not store.exists:
+        return None, False
     store.open()
     try:
-        return not store.is_empty()
+        return store.applied_offset(), not store.is_empty()
     finally:
-        store.close()
+        if isinstance(store, RocksDBStore):
+            store.close()

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from streams_rt.protocol import TaskId
-from streams_rt.state import StateConfig, StateDirectory, StoreSpec, TaskState, WindowSpec
+from streams_rt.state import ChangelogWriter, StateConfig, StateDirectory, StoreSpec, WindowSpec
+from tests.state.conftest import StateHost
 
 KV = StoreSpec("kv")
 WINDOWS = StoreSpec("win", WindowSpec(retention_ms=3_600_000, window_size_ms=60_000))
@@ -71,9 +72,14 @@ def writer(args: dict) -> None:
     """Commit `commits` batches, then keep writing without committing until killed."""
     config = _config(args)
     per_commit = args["per_commit"]
-    with StateDirectory(config.state_dir, config.application_id) as directory:
-        state = TaskState(config, directory, TaskId.parse(args["task"]), SPECS)
-        state.open_active()
+    writers: list[ChangelogWriter] = []
+
+    def keep_writer(transactional_id: str | None) -> ChangelogWriter:
+        writers.append(ChangelogWriter(config.bootstrap_servers, transactional_id))
+        return writers[-1]
+
+    with StateHost(config) as host:
+        state = host.active(TaskId.parse(args["task"]), SPECS, keep_writer)
         kv, windows = state.store("kv"), state.store("win")
         for commit in range(args["commits"]):
             for k, v in batch_writes(commit, per_commit):
@@ -88,7 +94,7 @@ def writer(args: dict) -> None:
                 kv.put(k, b"uncommitted")
                 sent += 1
             windows.put(b"w", b"uncommitted", commit * 60_000)
-            state._writer._producer.flush()  # noqa: SLF001 - make sure they reach the broker
+            writers[-1].flush()  # make sure they reach the broker, inside the open transaction
             if sent >= per_commit:
                 say(f"MIDWRITE {sent}")
             commit += 1
@@ -99,9 +105,8 @@ def active_until_stopped(args: dict) -> None:
     config = _config(args)
     per_commit = args["per_commit"]
     stop = Path(args["stop_file"])
-    with StateDirectory(config.state_dir, config.application_id) as directory:
-        state = TaskState(config, directory, TaskId.parse(args["task"]), SPECS)
-        state.open_active()
+    with StateHost(config) as host:
+        state = host.active(TaskId.parse(args["task"]), SPECS)
         kv = state.store("kv")
         commit = 0
         while not stop.exists():
@@ -120,10 +125,9 @@ def standby_until_killed(args: dict) -> None:
     """A standby: catch up with the changelogs, checkpoint (no close, no flush after it), report
     the checkpointed offsets, and wait to be killed."""
     config = _config(args)
-    with config.open_state_directory() as directory:
-        state = TaskState(config, directory, TaskId.parse(args["task"]), SPECS)
-        state.open_standby()
-        while state.update(0.2) or state.lag():
+    with StateHost(config) as host:
+        state = host.standby(TaskId.parse(args["task"]), SPECS)
+        while host.reader.poll(0.2) or state.lag():
             pass
         state.checkpoint()
         say(f"CHECKPOINTED {json.dumps({f'{tp.topic} {tp.partition}': o for tp, o in state.offsets.items()})}")

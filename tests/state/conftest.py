@@ -15,7 +15,9 @@ import pytest
 
 from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.kafka.jvm import REPO_ROOT
-from streams_rt.state import EXACTLY_ONCE_V2, StateConfig, StateDirectory
+from streams_rt.protocol import TaskId
+from streams_rt.state import EXACTLY_ONCE_V2, StateConfig, StateDirectory, StoreSpec, TaskState
+from streams_rt.state.task_state import WriterFactory
 
 
 @pytest.fixture
@@ -124,3 +126,38 @@ class RecordingListener:
 
     def restored(self, store: str) -> int:
         return sum(e[3] for e in self.events if e[0] == "end" and e[1] == store)
+
+
+class StateHost:
+    """One simulated host: its state directory and the changelog reader its tasks share."""
+
+    def __init__(self, config: StateConfig, listener: RecordingListener | None = None) -> None:
+        self.config = config
+        self.listener = listener if listener is not None else RecordingListener()
+        self.directory = config.open_state_directory()
+        self.reader = config.changelog_reader(self.listener)
+
+    def task(self, task: TaskId, specs: list[StoreSpec], writer_factory: WriterFactory | None = None) -> TaskState:
+        return TaskState(self.config, self.directory, task, specs, self.reader, writer_factory=writer_factory)
+
+    def active(self, task: TaskId, specs: list[StoreSpec], writer_factory: WriterFactory | None = None) -> TaskState:
+        """Opened as active and restored (the reader polled until done)."""
+        state = self.task(task, specs, writer_factory)
+        state.open_active()
+        self.reader.finish_restores()
+        return state
+
+    def standby(self, task: TaskId, specs: list[StoreSpec]) -> TaskState:
+        state = self.task(task, specs)
+        state.open_standby()
+        return state
+
+    def close(self) -> None:
+        self.reader.close()
+        self.directory.close()
+
+    def __enter__(self) -> StateHost:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -16,13 +16,12 @@ from streams_rt.state import (
     ChangelogError,
     ChangelogWriter,
     StateConfig,
-    StateDirectory,
     StoreSpec,
-    TaskState,
     WindowSpec,
     changelog_topic,
     ensure_changelog_topics,
 )
+from tests.state.conftest import StateHost
 
 pytestmark = pytest.mark.broker
 
@@ -66,9 +65,9 @@ def test_records_tombstones_and_checkpoint(make_config, guarantee: str) -> None:
     config: StateConfig = make_config(processing_guarantee=guarantee)
     ensure_changelog_topics(config.bootstrap_servers, [KV.changelog(config.application_id)], partitions=2)
     task = TaskId(0, 1)
-    with StateDirectory(config.state_dir, config.application_id) as directory:
-        state = TaskState(config, directory, task, [KV])
-        state.open_active()
+    with StateHost(config) as host:
+        directory = host.directory
+        state = host.active(task, [KV])
         store = state.store("counts")
         store.put(b"a", b"1")
         store.put(b"b", b"2")

@@ -11,9 +11,9 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from streams_rt.protocol import TaskId
-from streams_rt.state import StateConfig, StateDirectory, TaskState, ensure_changelog_topics
+from streams_rt.state import StateConfig, ensure_changelog_topics
 from tests.state.child import SPECS, batch_writes, expected_kv, expected_windows
-from tests.state.conftest import Children, RecordingListener, wait_for_line
+from tests.state.conftest import Children, StateHost, wait_for_line
 
 pytestmark = pytest.mark.broker
 
@@ -47,10 +47,9 @@ def test_kill_9_mid_write_restores_last_commit(eos_config: StateConfig, children
     assert _end_offset(config.bootstrap_servers, topic, "read_uncommitted") > _end_offset(
         config.bootstrap_servers, topic, "read_committed")
 
-    listener = RecordingListener()
-    with StateDirectory(config.state_dir, config.application_id) as directory:  # the dead child's locks are gone
-        state = TaskState(config, directory, TASK, SPECS, listener=listener)
-        state.open_active()  # fences the dead writer's transaction, then restores the tail
+    with StateHost(config) as host:  # the dead child's locks are gone
+        listener = host.listener
+        state = host.active(TASK, SPECS)  # fences the dead writer's transaction, then restores the tail
         try:
             assert dict(state.store("kv").all()) == expected_kv(commits, PER_COMMIT)
             assert dict(state.store("win").fetch(b"w", 0, 10**12)) == expected_windows(commits)
@@ -64,9 +63,8 @@ def test_kill_9_mid_write_restores_last_commit(eos_config: StateConfig, children
     # From scratch on another host: the same state, read from the changelog alone.
     other = StateConfig(config.application_id, config.bootstrap_servers, config.state_dir.parent / "other",
                         processing_guarantee=config.processing_guarantee)
-    with StateDirectory(other.state_dir, other.application_id) as directory:
-        state = TaskState(other, directory, TASK, SPECS)
-        state.open_active()
+    with StateHost(other) as host:
+        state = host.active(TASK, SPECS)
         try:
             expected = expected_kv(commits, PER_COMMIT) | {b"after": b"crash"}
             assert dict(state.store("kv").all()) == expected
@@ -84,9 +82,8 @@ def test_kill_9_standby_after_checkpoint_keeps_window_segments(
     commits = 5
     writer_config = StateConfig(config.application_id, config.bootstrap_servers, config.state_dir.parent / "writer",
                                 processing_guarantee=config.processing_guarantee)
-    with StateDirectory(writer_config.state_dir, writer_config.application_id) as directory:
-        active = TaskState(writer_config, directory, TASK, SPECS)
-        active.open_active()
+    with StateHost(writer_config) as writer_host:
+        active = writer_host.active(TASK, SPECS)
         for commit in range(commits):
             for k, v in batch_writes(commit, PER_COMMIT):
                 active.store("kv").put(k, v)
@@ -102,13 +99,12 @@ def test_kill_9_standby_after_checkpoint_keeps_window_segments(
     child.send_signal(signal.SIGKILL)
     assert child.wait(timeout=30) == -signal.SIGKILL
 
-    listener = RecordingListener()
-    with StateDirectory(config.state_dir, config.application_id) as directory:
-        checkpointed = directory.checkpoint_for(TASK).read()
+    with StateHost(config) as host:
+        listener = host.listener
+        checkpointed = host.directory.checkpoint_for(TASK).read()
         assert {f"{tp.topic} {tp.partition}": offset for tp, offset in checkpointed.items()} == reported
         assert len(checkpointed) == 2
-        state = TaskState(config, directory, TASK, SPECS, listener=listener)
-        state.open_active()
+        state = host.active(TASK, SPECS)
         try:
             # Nothing is read again: what the checkpoint names must be on disk.
             assert listener.restored("kv") == 0 and listener.restored("win") == 0

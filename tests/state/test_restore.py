@@ -1,22 +1,23 @@
-"""Restore on the real broker and real RocksDB: bulk restore, listener, and every reason to wipe."""
+"""Restore on the real broker and real RocksDB: bulk restore through the shared changelog reader,
+the listener, the stores' own offsets, and every reason to wipe."""
 
 from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 import rocksdict
 from confluent_kafka import KafkaError, Message
 
 from streams_rt.protocol import TaskId, TopicPartition
-from streams_rt.state import StateConfig, StateDirectory, StoreSpec, TaskState, WindowSpec
+from streams_rt.state import ChangelogReader, StateConfig, StoreSpec, TaskState, WindowSpec
 from streams_rt.state.errors import ChangelogError
-from streams_rt.state.restore import ConsoleRestoreListener, restore_store, split_events
-from streams_rt.state.stores.kv import KeyValueStore
+from streams_rt.state.restore import ConsoleRestoreListener, split_events
+from streams_rt.state.stores import RocksDBKeyValueStore
 from tests.state.child import SPECS, batch_writes, expected_kv
-from tests.state.conftest import RecordingListener
+from tests.state.conftest import RecordingListener, StateHost
 
 pytestmark = pytest.mark.broker
 
@@ -24,46 +25,50 @@ TASK = TaskId(0, 0)
 COMMITS, PER_COMMIT = 4, 500
 
 
-def _write(config: StateConfig, directory: StateDirectory) -> None:
-    config.ensure_changelog_topics([s.changelog(config.application_id) for s in SPECS], 1)
-    state = TaskState(config, directory, TASK, SPECS)
-    state.open_active()
-    for commit in range(COMMITS):
-        for key, value in batch_writes(commit, PER_COMMIT):
-            state.store("kv").put(key, value)
-        state.commit()
-    state.close()
-
-
-def _reopen(config: StateConfig, directory: StateDirectory) -> tuple[TaskState, RecordingListener]:
-    listener = RecordingListener()
-    state = TaskState(config, directory, TASK, SPECS, listener=listener)
-    state.open_active()
-    return state, listener
+@pytest.fixture
+def written(eos_config: StateConfig) -> StateConfig:
+    """A task with committed writes, closed cleanly: its stores and checkpoint are on disk."""
+    eos_config.ensure_changelog_topics([s.changelog(eos_config.application_id) for s in SPECS], 1)
+    with StateHost(eos_config) as host:
+        state = host.active(TASK, SPECS)
+        for commit in range(COMMITS):
+            for key, value in batch_writes(commit, PER_COMMIT):
+                state.store("kv").put(key, value)
+            state.commit()
+        state.close()
+    return eos_config
 
 
 @pytest.fixture
-def written(eos_config: StateConfig, state_directory: StateDirectory) -> StateDirectory:
-    _write(eos_config, state_directory)
-    return state_directory
+def reopen(written: StateConfig) -> Iterator[Callable[[], tuple[TaskState, RecordingListener]]]:
+    """Opens the written task again as active (once per test), on a fresh host."""
+    hosts: list[StateHost] = []
+
+    def open_again() -> tuple[TaskState, RecordingListener]:
+        host = StateHost(written)
+        hosts.append(host)
+        return host.active(TASK, SPECS), host.listener
+
+    yield open_again
+    for host in hosts:
+        host.close()
 
 
 def _kv_contents(state: TaskState) -> dict[bytes, bytes]:
     return dict(state.store("kv").all())
 
 
-def _plant_garbage(directory: StateDirectory) -> None:
-    """A key no changelog record ever wrote: it survives unless the store is really wiped."""
-    path = directory.task_dir(TASK) / "rocksdb" / "kv"
-    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True), column_families={"default": rocksdict.Options(raw_mode=True)})
-    db[b"garbage"] = b"!"
-    db.close()
+def _kv_store(config: StateConfig) -> RocksDBKeyValueStore:
+    return RocksDBKeyValueStore("kv", config.state_dir / config.application_id / str(TASK))
 
 
-def test_full_restore_equals_committed_state(eos_config: StateConfig, written: StateDirectory) -> None:
-    shutil.rmtree(written.task_dir(TASK) / "rocksdb")
-    written.checkpoint_for(TASK).delete()
-    state, listener = _reopen(eos_config, written)
+def _kv_tp(config: StateConfig) -> TopicPartition:
+    return TopicPartition(f"{config.application_id}-kv-changelog", 0)
+
+
+def test_full_restore_equals_committed_state(written: StateConfig, reopen) -> None:  # noqa: ANN001
+    shutil.rmtree(written.state_dir / written.application_id / str(TASK) / "rocksdb")
+    state, listener = reopen()
     assert _kv_contents(state) == expected_kv(COMMITS, PER_COMMIT)
     kinds = [e[0] for e in listener.events if e[1] == "kv"]
     assert kinds[0] == "start" and kinds[-1] == "end" and set(kinds[1:-1]) == {"batch"}
@@ -71,17 +76,19 @@ def test_full_restore_equals_committed_state(eos_config: StateConfig, written: S
     total = sum(len(batch_writes(c, PER_COMMIT)) for c in range(COMMITS))
     assert listener.restored("kv") == total
     assert sum(e[4] for e in listener.events if e[0] == "batch" and e[1] == "kv") == total
-    state.close()
+    assert state.offsets[_kv_tp(written)] == total - 1 + COMMITS - 1  # the last record (commit markers between)
 
 
-def test_restart_reads_only_the_tail(eos_config: StateConfig, written: StateDirectory) -> None:
-    checkpointed = written.checkpoint_for(TASK).read()
-    state, listener = _reopen(eos_config, written)
+def test_restart_reads_only_the_tail_after_the_stores_own_offset(written: StateConfig, reopen) -> None:  # noqa: ANN001
+    store = _kv_store(written)
+    store.open()
+    applied = store.applied_offset()
+    store.close()
+    assert applied is not None
+    state, listener = reopen()
     assert _kv_contents(state) == expected_kv(COMMITS, PER_COMMIT)
-    tp = TopicPartition(f"{eos_config.application_id}-kv-changelog", 0)
-    assert listener.starts("kv") == [checkpointed[tp] + 1]  # exactly_once_v2: the last commit's marker is left
+    assert listener.starts("kv") == [applied + 1]  # exactly_once_v2: the last commit's marker is left
     assert listener.restored("kv") == 0
-    state.close()
 
 
 @pytest.mark.parametrize(
@@ -93,51 +100,61 @@ def test_restart_reads_only_the_tail(eos_config: StateConfig, written: StateDire
         (lambda text: "garbage", "version is not an integer"),
     ],
 )
-def test_corrupt_checkpoint_wipes_and_restores(
-    eos_config: StateConfig, written: StateDirectory, caplog: pytest.LogCaptureFixture,
+def test_a_corrupt_checkpoint_is_replaced_and_the_stores_own_offsets_decide(
+    written: StateConfig, reopen, caplog: pytest.LogCaptureFixture,  # noqa: ANN001
     damage: Callable[[str], str], why: str,
 ) -> None:
-    path = written.checkpoint_for(TASK).path
-    path.write_text(damage(path.read_text()))
-    _plant_garbage(written)
+    path = written.state_dir / written.application_id / str(TASK) / ".checkpoint"
+    before = path.read_text()
+    path.write_text(damage(before))
     with caplog.at_level(logging.WARNING):
-        state, listener = _reopen(eos_config, written)
-    assert why in caplog.text and str(path) in caplog.text and "wiping its stores" in caplog.text
-    assert state.store("kv").get(b"garbage") is None
+        state, listener = reopen()
+    assert why in caplog.text and str(path) in caplog.text and "removing it" in caplog.text
     assert _kv_contents(state) == expected_kv(COMMITS, PER_COMMIT)
-    assert listener.starts("kv") == [0]
+    assert listener.restored("kv") == 0  # the store knew what it held: nothing read again
     state.close()
-    assert written.checkpoint_for(TASK).read()  # a fresh, valid checkpoint
+    assert path.read_text() == before  # a fresh, valid checkpoint
 
 
-def test_checkpoint_beyond_the_changelog_end_wipes(
-    eos_config: StateConfig, written: StateDirectory, caplog: pytest.LogCaptureFixture
+def test_a_missing_checkpoint_costs_nothing(written: StateConfig, reopen) -> None:  # noqa: ANN001
+    (written.state_dir / written.application_id / str(TASK) / ".checkpoint").unlink()
+    state, listener = reopen()
+    assert _kv_contents(state) == expected_kv(COMMITS, PER_COMMIT) and listener.restored("kv") == 0
+
+
+def test_an_applied_offset_beyond_the_changelog_end_wipes(
+    written: StateConfig, reopen, caplog: pytest.LogCaptureFixture  # noqa: ANN001
 ) -> None:
-    checkpoint = written.checkpoint_for(TASK)
-    offsets = checkpoint.read()
-    checkpoint.write({tp: offset + 1_000_000 for tp, offset in offsets.items()})
-    _plant_garbage(written)
+    store = _kv_store(written)
+    store.open()
+    store.apply_changelog([b"garbage"], [b"!"], 1_000_000)  # claims records the changelog never had
+    store.sync()
+    store.close()
     with caplog.at_level(logging.WARNING):
-        state, listener = _reopen(eos_config, written)
-    assert "outside the changelog's range" in caplog.text
+        state, listener = reopen()
+    assert "applied offset 1000000 is outside the changelog's range" in caplog.text
     assert state.store("kv").get(b"garbage") is None
     assert _kv_contents(state) == expected_kv(COMMITS, PER_COMMIT)
     assert listener.starts("kv") == [0]
-    state.close()
 
 
-def test_missing_checkpoint_restores_from_the_beginning(
-    eos_config: StateConfig, written: StateDirectory, caplog: pytest.LogCaptureFixture
+def test_data_without_an_applied_offset_wipes(
+    written: StateConfig, reopen, caplog: pytest.LogCaptureFixture  # noqa: ANN001
 ) -> None:
-    written.checkpoint_for(TASK).delete()
-    _plant_garbage(written)
+    """A store directory whose data no offset describes (e.g. left by an older release, or planted):
+    it cannot be trusted, so it is rebuilt from the changelog."""
+    path = written.state_dir / written.application_id / str(TASK) / "rocksdb" / "kv"
+    shutil.rmtree(path)
+    options = rocksdict.Options(raw_mode=True)
+    db = rocksdict.Rdict(str(path), options, column_families={"default": options})
+    db[b"garbage"] = b"!"
+    db.close()
     with caplog.at_level(logging.WARNING):
-        state, listener = _reopen(eos_config, written)
-    assert "no checkpointed offset" in caplog.text
+        state, listener = reopen()
+    assert "holds data but no applied changelog offset" in caplog.text
     assert state.store("kv").get(b"garbage") is None
     assert _kv_contents(state) == expected_kv(COMMITS, PER_COMMIT)
     assert listener.starts("kv") == [0]
-    state.close()
 
 
 def test_window_restore_applies_retention(make_config: Callable[..., StateConfig]) -> None:
@@ -145,21 +162,46 @@ def test_window_restore_applies_retention(make_config: Callable[..., StateConfig
     spec = StoreSpec("w", WindowSpec(retention_ms=10 * minute, window_size_ms=minute, segment_interval_ms=2 * minute))
     config = make_config("a")
     config.ensure_changelog_topics([spec.changelog(config.application_id)], 1)
-    with StateDirectory(config.state_dir, config.application_id) as directory:
-        state = TaskState(config, directory, TASK, [spec])
-        state.open_active()
+    with StateHost(config) as host:
+        state = host.active(TASK, [spec])
         for m in range(30):
             state.store("w").put(b"k", b"%d" % m, m * minute)
             state.commit()
         state.close()
-    restored_config = make_config("b")  # another host: restore from scratch
-    with StateDirectory(restored_config.state_dir, restored_config.application_id) as directory:
-        state = TaskState(restored_config, directory, TASK, [spec])
-        state.open_active()
+    with StateHost(make_config("b")) as host:  # another host: restore from scratch
+        state = host.active(TASK, [spec])
         windows = state.store("w")
         assert [s // minute for s, _ in windows.fetch(b"k", 0, 10**12)] == list(range(20, 30))
-        assert min(windows._segments) >= 9  # expired segments were dropped while restoring
+        assert windows.stream_time == 29 * minute
+        # Records of expired segments were skipped, not written and dropped: far fewer than 30 applied.
         state.close()
+
+
+@pytest.mark.parametrize("in_memory", [False, True])
+def test_two_tasks_restore_at_once_on_one_reader(make_config: Callable[..., StateConfig], in_memory: bool) -> None:
+    """The reader cuts one consume() batch into runs per partition and hands each to its store."""
+    spec = StoreSpec("kv", in_memory=in_memory)
+    tasks = [TaskId(0, 0), TaskId(0, 1)]
+    config = make_config("a")
+    config.ensure_changelog_topics([spec.changelog(config.application_id)], 2)
+    with StateHost(config) as host:
+        for task in tasks:
+            state = host.active(task, [spec])
+            for i in range(3000):
+                state.store("kv").put(b"%s-%d" % (str(task).encode(), i), b"v%d" % i)
+            state.commit()
+            state.close()
+    with StateHost(make_config("b")) as host:
+        states = [host.task(task, [spec]) for task in tasks]
+        for state in states:
+            state.open_active()
+        assert host.reader.restoring == frozenset(tasks)
+        host.reader.finish_restores()
+        for task, state in zip(tasks, states):
+            expected = {b"%s-%d" % (str(task).encode(), i): b"v%d" % i for i in range(3000)}
+            assert dict(state.store("kv").all()) == expected
+            state.close()
+        assert host.listener.restored("kv") == 6000
 
 
 def test_console_listener_logs_records_seconds_rate(caplog: pytest.LogCaptureFixture) -> None:
@@ -181,16 +223,30 @@ def _event(offset: int, code: int) -> Message:
 
 
 class _OneBatchConsumer:
-    """A restore consumer stand-in that returns one prepared consume() batch."""
+    """A consumer stand-in that returns one prepared consume() batch: the reader's handling of
+    events inside a batch, without a broker."""
 
     def __init__(self, batch: list[Message]) -> None:
         self.batches = [batch]
 
-    def assign(self, partitions: object) -> None: ...
-    def unassign(self) -> None: ...
+    def incremental_assign(self, partitions: object) -> None: ...
+    def incremental_unassign(self, partitions: object) -> None: ...
+    def pause(self, partitions: object) -> None: ...
+    def resume(self, partitions: object) -> None: ...
+    def close(self) -> None: ...
 
     def consume(self, num_messages: int, timeout: float) -> list[Message]:
         return self.batches.pop(0) if self.batches else []
+
+
+class _Task:
+    task = TaskId(0, 0)
+
+    def __init__(self) -> None:
+        self.completed = 0
+
+    def restore_completed(self) -> None:
+        self.completed += 1
 
 
 def test_split_events_separates_records_from_eof_events_anywhere_in_a_batch() -> None:
@@ -202,17 +258,41 @@ def test_split_events_separates_records_from_eof_events_anywhere_in_a_batch() ->
 
 
 def test_restore_applies_records_after_a_mid_batch_eof_event(tmp_path) -> None:  # noqa: ANN001
-    store = KeyValueStore("kv", tmp_path)
+    store = RocksDBKeyValueStore("kv", tmp_path)
     batch = [_record(0, b"a"), _event(1, KafkaError._PARTITION_EOF), _record(1, b"b", b"w"), _record(2, b"a", None)]
-    last = restore_store(_OneBatchConsumer(batch), store, TopicPartition("t", 0), 0, 10)  # type: ignore[arg-type]
-    assert last == 2 and store.bulk_loading
-    store.end_bulk_load()
+    reader, task = ChangelogReader(_OneBatchConsumer(batch)), _Task()  # type: ignore[arg-type]
+    tp = TopicPartition("t", 0)
+    reader.restore(task, {tp: store}, {tp: 0}, {tp: 10})
+    assert reader.poll() == {task.task: 3} and task.completed == 1  # the EOF event ended it
+    assert store.applied_offset() == 2
+    store.finish_restore()
     assert dict(store.all()) == {b"b": b"w"}
     store.close()
 
 
 def test_an_empty_tail_opens_no_store(tmp_path) -> None:  # noqa: ANN001
-    store = KeyValueStore("kv", tmp_path)
-    consumer = _OneBatchConsumer([_event(7, KafkaError._PARTITION_EOF)])
-    assert restore_store(consumer, store, TopicPartition("t", 0), 6, 7) is None  # type: ignore[arg-type]
-    assert not store.is_open  # only a commit marker: no bulk open, flush and reopen
+    store = RocksDBKeyValueStore("kv", tmp_path)
+    reader, task = ChangelogReader(_OneBatchConsumer([_event(7, KafkaError._PARTITION_EOF)])), _Task()  # type: ignore[arg-type]
+    tp = TopicPartition("t", 0)
+    reader.restore(task, {tp: store}, {tp: 6}, {tp: 7})
+    reader.finish_restores()
+    assert task.completed == 1 and not store.is_open  # only a commit marker: no bulk open, flush and reopen
+
+
+def test_a_null_key_in_a_changelog_is_an_error_naming_its_offset(tmp_path) -> None:  # noqa: ANN001
+    store = RocksDBKeyValueStore("kv", tmp_path)
+    reader = ChangelogReader(_OneBatchConsumer([_record(0, b"a"), _record(1, None)]))  # type: ignore[arg-type, list-item]
+    tp = TopicPartition("t", 0)
+    reader.restore(_Task(), {tp: store}, {tp: 0}, {tp: 5})
+    with pytest.raises(ChangelogError, match="offset 1 has a null key"):
+        reader.poll()
+    store.close()
+
+
+def test_a_restore_without_progress_is_an_error(tmp_path) -> None:  # noqa: ANN001
+    store = RocksDBKeyValueStore("kv", tmp_path)
+    reader = ChangelogReader(_OneBatchConsumer([]), no_progress_timeout_s=0.0)  # type: ignore[arg-type]
+    tp = TopicPartition("t", 0)
+    reader.restore(_Task(), {tp: store}, {tp: 0}, {tp: 5})
+    with pytest.raises(ChangelogError, match="no progress"):
+        reader.finish_restores()

@@ -1,16 +1,24 @@
-"""RocksDB-backed state stores (one RocksDB per store per task), bytes in and out."""
+"""State stores, bytes in and out: key-value and window stores behind one interface each, kept in
+RocksDB (one database per store per task) or in memory."""
 
-from streams_rt.state.stores.base import RocksDBStore
-from streams_rt.state.stores.kv import KeyValueStore
+from streams_rt.state.stores.base import StateStore
+from streams_rt.state.stores.kv import KeyValueStore, RocksDBKeyValueStore
+from streams_rt.state.stores.memory import InMemoryKeyValueStore, InMemoryWindowStore
+from streams_rt.state.stores.rocksdb import RocksDBStore
 from streams_rt.state.stores.rocksdb_options import RocksDBConfigSetter
 from streams_rt.state.stores.typed import Serde, TypedKeyValueStore, TypedWindowStore
-from streams_rt.state.stores.window import WindowStore
+from streams_rt.state.stores.window import RocksDBWindowStore, WindowStore
 
 __all__ = [
+    "InMemoryKeyValueStore",
+    "InMemoryWindowStore",
     "KeyValueStore",
     "RocksDBConfigSetter",
+    "RocksDBKeyValueStore",
     "RocksDBStore",
+    "RocksDBWindowStore",
     "Serde",
+    "StateStore",
     "TypedKeyValueStore",
     "TypedWindowStore",
     "WindowStore",

@@ -1,13 +1,18 @@
-"""Key-value store over RocksDB: bytes in and out; serdes sit above (`typed.py`)."""
+"""Key-value stores: bytes in and out (serdes sit above, `typed.py`). `KeyValueStore` holds what
+every backend shares (the overlay merged into reads); `RocksDBKeyValueStore` keeps committed data in
+RocksDB."""
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 
 import rocksdict
-from confluent_kafka import Message
 
-from streams_rt.state.stores.base import RocksDBStore, raise_for_error
+from streams_rt.state.stores.base import StateStore
+from streams_rt.state.stores.rocksdb import RocksDBStore
+from streams_rt.state.stores.rocksdb_options import RocksDBConfigSetter
 
 
 def prefix_upper_bound(prefix: bytes) -> bytes | None:
@@ -18,16 +23,17 @@ def prefix_upper_bound(prefix: bytes) -> bytes | None:
     return stripped[:-1] + bytes([stripped[-1] + 1])
 
 
-class KeyValueStore(RocksDBStore):
-    """get / put / delete / range / prefix scan / all / approximate count, committed per WriteBatch."""
+class KeyValueStore(StateStore):
+    """get / put / delete / range / prefix scan / all / approximate count; uncommitted writes are
+    read back from the overlay."""
 
     def get(self, key: bytes) -> bytes | None:
         if key in self._pending:
             return self._pending[key]
-        return self.db.get(key)
+        return self._committed_get(key)
 
     def put(self, key: bytes, value: bytes | None) -> None:
-        """Write `value` (None deletes); logged to the changelog, applied to RocksDB at commit."""
+        """Write `value` (None deletes); logged to the changelog, applied at commit."""
         self._write(key, value)
 
     def delete(self, key: bytes) -> bytes | None:
@@ -38,18 +44,12 @@ class KeyValueStore(RocksDBStore):
 
     def range(self, start: bytes | None = None, end: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
         """Entries with start <= key < end in key order (None: unbounded), uncommitted writes included."""
-        read_opt = rocksdict.ReadOptions()
-        if end is not None:
-            read_opt.set_iterate_upper_bound(end)
-        committed = self.db.items(from_key=start, read_opt=read_opt) if start is not None else self.db.items(
-            read_opt=read_opt
-        )
         overlay = sorted(
             (k, v)
             for k, v in self._pending.items()
             if (start is None or k >= start) and (end is None or k < end)
         )
-        return _merge(iter(committed), overlay)
+        return merge_overlay(self._committed_range(start, end), overlay)
 
     def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         return self.range(prefix, prefix_upper_bound(prefix))
@@ -58,25 +58,54 @@ class KeyValueStore(RocksDBStore):
         return self.range()
 
     def approximate_count(self) -> int:
-        """RocksDB's estimate of committed keys plus uncommitted writes (as Kafka: an estimate)."""
-        estimate = self.db.property_int_value("rocksdb.estimate-num-keys") or 0
-        return max(0, estimate + sum(1 if v is not None else -1 for v in self._pending.values()))
+        """The backend's estimate of committed keys plus uncommitted writes (as Kafka: an estimate)."""
+        return max(0, self._committed_estimate() + sum(1 if v is not None else -1 for v in self._pending.values()))
 
-    def _commit_pending(self, pending: dict[bytes, bytes | None]) -> None:
-        self._write_logged(_write_batch(pending.items()))
+    @abstractmethod
+    def _committed_get(self, key: bytes) -> bytes | None: ...
 
-    def apply_changelog(self, messages: Sequence[Message]) -> None:
-        keys = list(map(Message.key, messages))
-        if None in keys:
-            raise_for_error(messages[keys.index(None)])
-        self._write_unlogged(_write_batch(zip(keys, map(Message.value, messages))))
+    @abstractmethod
+    def _committed_range(self, start: bytes | None, end: bytes | None) -> Iterator[tuple[bytes, bytes]]: ...
+
+    @abstractmethod
+    def _committed_estimate(self) -> int: ...
 
 
-def _write_batch(entries: Iterable[tuple[bytes, bytes | None]]) -> rocksdict.WriteBatch:
+class RocksDBKeyValueStore(KeyValueStore, RocksDBStore):
+    def __init__(self, name: str, task_dir: Path, config_setter: RocksDBConfigSetter | None = None) -> None:
+        RocksDBStore.__init__(self, name, task_dir, config_setter)
+
+    def _committed_get(self, key: bytes) -> bytes | None:
+        value: bytes | None = self.db.get(key)
+        return value
+
+    def _committed_range(self, start: bytes | None, end: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        read_opt = rocksdict.ReadOptions()
+        if end is not None:
+            read_opt.set_iterate_upper_bound(end)
+        if start is None:
+            return iter(self.db.items(read_opt=read_opt))
+        return iter(self.db.items(from_key=start, read_opt=read_opt))
+
+    def _committed_estimate(self) -> int:
+        return self.db.property_int_value("rocksdb.estimate-num-keys") or 0
+
+    def _commit_pending(self, pending: dict[bytes, bytes | None], changelog_offset: int | None) -> None:
+        batch = write_batch(pending.keys(), pending.values())
+        self._record_offset(batch, changelog_offset)
+        self._write_logged(batch)
+
+    def apply_changelog(self, keys: Sequence[bytes], values: Sequence[bytes | None], last_offset: int) -> None:
+        batch = write_batch(keys, values)
+        self._record_offset(batch, last_offset)
+        self._write_unlogged(batch)
+
+
+def write_batch(keys: Iterable[bytes], values: Iterable[bytes | None]) -> rocksdict.WriteBatch:
     """One WriteBatch of puts and deletes (None), for commits and changelog batches alike."""
     batch = rocksdict.WriteBatch(raw_mode=True)
     put, delete = batch.put, batch.delete
-    for key, value in entries:
+    for key, value in zip(keys, values):
         if value is None:
             delete(key)
         else:
@@ -84,7 +113,7 @@ def _write_batch(entries: Iterable[tuple[bytes, bytes | None]]) -> rocksdict.Wri
     return batch
 
 
-def _merge(
+def merge_overlay(
     committed: Iterator[tuple[bytes, bytes]], overlay: list[tuple[bytes, bytes | None]]
 ) -> Iterator[tuple[bytes, bytes]]:
     """Merge two key-ordered streams; the overlay wins on equal keys and None hides the key."""
@@ -93,11 +122,13 @@ def _merge(
     over = next(pending, None)
     while head is not None or over is not None:
         if over is None or (head is not None and head[0] < over[0]):
-            yield head  # type: ignore[misc]
+            assert head is not None
+            yield head
             head = next(committed, None)
             continue
         if head is not None and head[0] == over[0]:
             head = next(committed, None)
-        if over[1] is not None:
-            yield over  # type: ignore[misc]
+        key, value = over
+        if value is not None:
+            yield key, value
         over = next(pending, None)

@@ -1,4 +1,5 @@
-"""Store fixtures: stores on real RocksDB in a temp dir, with a recording changelog sink."""
+"""Store fixtures: every store on real RocksDB in a temp dir and in memory (the same interface,
+the same tests), with a recording changelog sink."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from streams_rt.state.stores.kv import KeyValueStore
+from streams_rt.state.stores import (
+    InMemoryKeyValueStore,
+    InMemoryWindowStore,
+    KeyValueStore,
+    RocksDBKeyValueStore,
+    RocksDBWindowStore,
+    WindowStore,
+)
+
+MINUTE = 60_000
 
 
 class RecordingChangelog:
@@ -23,9 +33,20 @@ def changelog() -> RecordingChangelog:
     return RecordingChangelog()
 
 
-@pytest.fixture
-def kv(tmp_path: Path, changelog: RecordingChangelog) -> Iterator[KeyValueStore]:
-    store = KeyValueStore("kv", tmp_path)
+@pytest.fixture(params=["rocksdb", "memory"])
+def kv(request: pytest.FixtureRequest, tmp_path: Path, changelog: RecordingChangelog) -> Iterator[KeyValueStore]:
+    store: KeyValueStore = RocksDBKeyValueStore("kv", tmp_path) if request.param == "rocksdb" else InMemoryKeyValueStore("kv")
+    store.open()
+    store.attach_changelog(changelog)
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=["rocksdb", "memory"])
+def windows(request: pytest.FixtureRequest, tmp_path: Path, changelog: RecordingChangelog) -> Iterator[WindowStore]:
+    shape = {"retention_ms": 10 * MINUTE, "window_size_ms": MINUTE, "segment_interval_ms": 2 * MINUTE}
+    store: WindowStore = (RocksDBWindowStore("win", tmp_path, **shape) if request.param == "rocksdb"
+                          else InMemoryWindowStore("win", **shape))
     store.open()
     store.attach_changelog(changelog)
     yield store

@@ -1,4 +1,5 @@
-"""Key-value store on real RocksDB: operations, the per-commit overlay, the options hook."""
+"""Key-value stores, on real RocksDB and in memory: operations, the per-commit overlay, the applied
+changelog offset; RocksDB's options hook and bulk load."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streams_rt.state.errors import StoreClosedError
-from streams_rt.state.stores.kv import KeyValueStore, prefix_upper_bound
+from streams_rt.state.stores import InMemoryKeyValueStore, KeyValueStore, RocksDBKeyValueStore
+from streams_rt.state.stores.kv import prefix_upper_bound
 from streams_rt.state.stores.rocksdb_options import LEVEL0_SLOWDOWN_WRITES_TRIGGER
 from streams_rt.state.stores.typed import TypedKeyValueStore
 from tests.state.stores.conftest import RecordingChangelog
@@ -24,34 +26,61 @@ def test_operations_before_and_after_commit(kv: KeyValueStore, changelog: Record
     kv.put(b"c", b"3")
     assert kv.get(b"a") == b"1"
     assert list(kv.range(b"a", b"c")) == [(b"a", b"1"), (b"b", b"2")]
-    kv.commit()
+    kv.commit(None)
     assert kv.delete(b"b") == b"2"
     assert kv.get(b"b") is None
     kv.put(b"ab", b"x")
     assert list(kv.all()) == [(b"a", b"1"), (b"ab", b"x"), (b"c", b"3")]
     assert list(kv.prefix_scan(b"a")) == [(b"a", b"1"), (b"ab", b"x")]
-    kv.commit()
+    kv.commit(None)
     assert list(kv.all()) == [(b"a", b"1"), (b"ab", b"x"), (b"c", b"3")]
     assert changelog.records == [
         (b"b", b"2"), (b"a", b"1"), (b"c", b"3"), (b"b", None), (b"ab", b"x")  # a delete is a tombstone
     ]
 
 
-def test_only_committed_writes_survive_a_reopen(tmp_path: Path, kv: KeyValueStore) -> None:
+def test_only_committed_writes_survive_a_reopen(tmp_path: Path, changelog: RecordingChangelog) -> None:
+    kv = RocksDBKeyValueStore("kv", tmp_path)
+    kv.open()
+    kv.attach_changelog(changelog)
     kv.put(b"kept", b"1")
-    kv.commit()
+    kv.commit(41)
     kv.put(b"lost", b"2")
     kv.delete(b"kept")
     kv.close()  # no commit: as after a crash
     kv.open()
-    assert kv.get(b"kept") == b"1" and kv.get(b"lost") is None
+    assert kv.get(b"kept") == b"1" and kv.get(b"lost") is None and kv.applied_offset() == 41
+    kv.close()
+
+
+def test_the_applied_offset_moves_with_commits_and_changelog_batches(kv: KeyValueStore) -> None:
+    assert kv.applied_offset() is None
+    kv.put(b"a", b"1")
+    kv.commit(None)  # nothing was logged: the offset stays unknown
+    assert kv.applied_offset() is None
+    kv.put(b"b", b"2")
+    kv.commit(7)
+    assert kv.applied_offset() == 7
+    kv.apply_changelog([b"c", b"a"], [b"3", None], 12)
+    assert kv.applied_offset() == 12 and dict(kv.all()) == {b"b": b"2", b"c": b"3"}
+    kv.wipe()
+    assert kv.applied_offset() is None and kv.is_empty()
+
+
+def test_memory_keeps_nothing_across_a_close() -> None:
+    kv = InMemoryKeyValueStore("kv")
+    kv.open()
+    kv.apply_changelog([b"k"], [b"v"], 3)
+    kv.close()
+    kv.open()
+    assert kv.is_empty() and kv.applied_offset() is None  # the changelog restores it
 
 
 def test_approximate_count(kv: KeyValueStore) -> None:
     for i in range(1000):
         kv.put(b"%04d" % i, b"v")
-    kv.commit()
-    kv.db.flush()
+    kv.commit(None)
+    kv.sync()
     assert 900 <= kv.approximate_count() <= 1100
 
 
@@ -61,8 +90,9 @@ def test_prefix_upper_bound() -> None:
     assert prefix_upper_bound(b"\xff\xff") is None
 
 
-def test_writes_need_a_changelog(tmp_path: Path) -> None:
-    store = KeyValueStore("ro", tmp_path)
+@pytest.mark.parametrize("in_memory", [False, True])
+def test_writes_need_a_changelog(tmp_path: Path, in_memory: bool) -> None:
+    store: KeyValueStore = InMemoryKeyValueStore("ro") if in_memory else RocksDBKeyValueStore("ro", tmp_path)
     store.open()
     with pytest.raises(StoreClosedError, match="read-only"):
         store.put(b"k", b"v")
@@ -87,7 +117,7 @@ def test_matches_a_dict_model(kv: KeyValueStore, operations: list[tuple[str, byt
         elif op == "delete":
             assert kv.delete(key) == model.pop(key, None)
         else:
-            kv.commit()
+            kv.commit(None)
     assert list(kv.all()) == sorted(model.items())
     assert list(kv.range(lo, hi)) == sorted((k, v) for k, v in model.items() if lo <= k < hi)
     assert list(kv.prefix_scan(lo)) == sorted((k, v) for k, v in model.items() if k.startswith(lo))
@@ -121,29 +151,29 @@ class NoCompression:
 
 def test_config_setter_shapes_the_options(tmp_path: Path) -> None:
     setter = NoCompression()
-    store = KeyValueStore("custom", tmp_path, setter)
+    store = RocksDBKeyValueStore("custom", tmp_path, setter)
     store.open()
     store.close()
     assert setter.calls == ["custom"]
     options_file = sorted(store.path.glob("OPTIONS-*"))[-1].read_text()
     assert "compression=kNoCompression" in options_file
     assert "write_buffer_size=8388608" in options_file
-    default = KeyValueStore("default", tmp_path)
+    default = RocksDBKeyValueStore("default", tmp_path)
     default.open()
     default.close()
     assert "compression=kLZ4Compression" in sorted(default.path.glob("OPTIONS-*"))[-1].read_text()
 
 
-def test_end_bulk_load_compacts_a_crowded_level0(tmp_path: Path) -> None:
+def test_finishing_a_restore_compacts_a_crowded_level0(tmp_path: Path) -> None:
     """A restore that leaves L0 at RocksDB's write-slowdown trigger is compacted before processing,
     so the task's first commits do not stall; the data survives and the processing options return."""
-    store = KeyValueStore("bulk", tmp_path)
-    store.open(bulk=True)  # auto compactions off: every flush adds an L0 file
+    store = RocksDBKeyValueStore("bulk", tmp_path)
+    store.begin_restore()  # bulk options, auto compactions off: every flush adds an L0 file
     for i in range(LEVEL0_SLOWDOWN_WRITES_TRIGGER + 2):
         store.db[i.to_bytes(4, "big")] = b"v%d" % i
         store.db.flush()
     assert int(store.db.property_value("rocksdb.num-files-at-level0")) == LEVEL0_SLOWDOWN_WRITES_TRIGGER + 2
-    store.end_bulk_load()
+    store.finish_restore()
     assert int(store.db.property_value("rocksdb.num-files-at-level0")) < LEVEL0_SLOWDOWN_WRITES_TRIGGER
     assert [store.get(i.to_bytes(4, "big")) for i in (0, LEVEL0_SLOWDOWN_WRITES_TRIGGER + 1)] == [
         b"v0", b"v%d" % (LEVEL0_SLOWDOWN_WRITES_TRIGGER + 1)]

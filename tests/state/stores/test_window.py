@@ -1,4 +1,4 @@
-"""Window store on real RocksDB: fetch by key and time range, fetch all, retention."""
+"""Window stores, on real RocksDB and in memory: fetch by key and time range, fetch all, retention."""
 
 from __future__ import annotations
 
@@ -6,21 +6,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Message
 
-from streams_rt.state.stores.window import WindowStore, window_key
-from tests.state.stores.conftest import RecordingChangelog
-
-MINUTE = 60_000
-
-
-@pytest.fixture
-def windows(tmp_path: Path, changelog: RecordingChangelog) -> Iterator[WindowStore]:
-    store = WindowStore("win", tmp_path, retention_ms=10 * MINUTE, window_size_ms=MINUTE, segment_interval_ms=2 * MINUTE)
-    store.open()
-    store.attach_changelog(changelog)
-    yield store
-    store.close()
+from streams_rt.state.stores import RocksDBWindowStore, WindowStore
+from streams_rt.state.stores.window import window_key
+from tests.state.stores.conftest import MINUTE, RecordingChangelog
 
 
 def test_fetch_by_key_and_time(windows: WindowStore, changelog: RecordingChangelog) -> None:
@@ -29,7 +18,7 @@ def test_fetch_by_key_and_time(windows: WindowStore, changelog: RecordingChangel
         windows.put(b"k\x00", b"other%d" % minute, minute * MINUTE)  # a key that extends b"k"
     windows.put(b"j", b"j", 2 * MINUTE)
     assert windows.fetch(b"k", MINUTE, 3 * MINUTE) == [(MINUTE, b"k1"), (2 * MINUTE, b"k2"), (3 * MINUTE, b"k3")]
-    windows.commit()
+    windows.commit(None)
     assert windows.fetch(b"k", MINUTE, 3 * MINUTE) == [(MINUTE, b"k1"), (2 * MINUTE, b"k2"), (3 * MINUTE, b"k3")]
     windows.put(b"k", None, 2 * MINUTE)
     windows.put(b"k", b"new", 3 * MINUTE)
@@ -39,23 +28,28 @@ def test_fetch_by_key_and_time(windows: WindowStore, changelog: RecordingChangel
     assert (window_key(b"k", 2 * MINUTE), None) in changelog.records
 
 
-def test_retention_drops_expired_windows(windows: WindowStore) -> None:
+def test_retention_drops_expired_windows(tmp_path: Path, changelog: RecordingChangelog) -> None:
+    windows = RocksDBWindowStore("win", tmp_path, retention_ms=10 * MINUTE, window_size_ms=MINUTE,
+                                 segment_interval_ms=2 * MINUTE)
+    windows.open()
+    windows.attach_changelog(changelog)
     for minute in range(0, 30):
         windows.put(b"k", b"%d" % minute, minute * MINUTE)
         if minute % 4 == 3:
-            windows.commit()
-    windows.commit()
+            windows.commit(None)
+    windows.commit(None)
     # stream time 29 min, retention 10 min: windows starting at or before 19 min are expired.
     assert [start // MINUTE for start, _ in windows.fetch(b"k", 0, 10**9)] == list(range(20, 30))
-    assert min(windows._segments) >= 9  # segments [0, 18) min dropped as whole column families
+    assert min(windows.segment_ids) >= 9  # segments [0, 18) min dropped as whole column families
     windows.put(b"k", b"late", 5 * MINUTE)  # a write to an expired window is dropped and counted
     assert windows.dropped_expired == 1
-    windows.commit()
+    windows.commit(None)
     windows.close()
     windows.open()
     assert windows.fetch(b"k", 0, 25 * MINUTE)[0] == (20 * MINUTE, b"20")
     assert len(windows.fetch_all()) == 10
     assert min(start for _, start, _ in _all_on_disk(windows)) >= 18 * MINUTE
+    windows.close()
 
 
 def _all_on_disk(windows: WindowStore) -> list[tuple[bytes, int, bytes]]:
@@ -75,7 +69,7 @@ def test_rejects_negative_window_start(windows: WindowStore) -> None:
 def test_fetch_cost_follows_segments_not_the_requested_range(windows: WindowStore) -> None:
     for minute in (1, 5, 9):
         windows.put(b"k", b"%d" % minute, minute * MINUTE)
-    windows.commit()
+    windows.commit(None)
     windows.put(b"k", b"pending", 7 * MINUTE)
     expected = [(MINUTE, b"1"), (5 * MINUTE, b"5"), (7 * MINUTE, b"pending"), (9 * MINUTE, b"9")]
     # A loop over every segment id in the range would take hours for these bounds.
@@ -86,23 +80,10 @@ def test_fetch_cost_follows_segments_not_the_requested_range(windows: WindowStor
 
 
 def test_changelog_records_of_expired_segments_are_skipped(windows: WindowStore) -> None:
-    created: list[int] = []
-    make_segment = windows._segment
-
-    def recording_segment(segment_id: int) -> object:
-        created.append(segment_id)
-        return make_segment(segment_id)
-
-    windows._segment = recording_segment  # type: ignore[method-assign]
     starts = [29, 0, 17, 19, 25]  # minutes; after 29, retention 10 leaves windows after 19 live
-    windows.apply_changelog([
-        Message(topic="t", partition=0, offset=i, key=window_key(b"k", m * MINUTE), value=b"%d" % m)
-        for i, m in enumerate(starts)
-    ])
-    # Segments are 2 minutes: 0 and 8 (16-18 min) had expired when their records came, so no
-    # column family was made for them; 9 (18-20 min) still holds live time. The result is that of
-    # applying everything, then expiring.
-    assert sorted(set(created)) == [9, 12, 14]
+    windows.apply_changelog([window_key(b"k", m * MINUTE) for m in starts], [b"%d" % m for m in starts], 4)
+    # Segments are 2 minutes: 0 and 8 (16-18 min) had expired when their records came; 9 (18-20
+    # min) still holds live time. The result is that of applying everything, then expiring.
     assert windows.fetch(b"k", 0, 10**12) == [(25 * MINUTE, b"25"), (29 * MINUTE, b"29")]
-    assert sorted(windows._segments) == [9, 12, 14]
+    assert windows.segment_ids == [9, 12, 14] and windows.applied_offset() == 4
     assert [start for _, start, _ in _all_on_disk(windows)] == [19 * MINUTE, 25 * MINUTE, 29 * MINUTE]

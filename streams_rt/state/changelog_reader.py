@@ -1,0 +1,240 @@
+"""One consumer for every changelog a host reads (Kafka's StoreChangelogReader): active tasks
+restore their stores up to the changelog end, standby tasks follow theirs, and restores come first
+(standby partitions are paused while any active task restores).
+
+The consumer `assign`s partitions (no group), reads committed records only, and hands each run of
+one partition's records in a `consume()` batch to its store as one write: per record, only the key
+and value leave librdkafka."""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from confluent_kafka import Consumer, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.state.errors import ChangelogError
+from streams_rt.state.restore import CONSUME_BATCH, StateRestoreListener, changelog_range, split_events
+from streams_rt.state.stores.base import StateStore
+
+log = logging.getLogger(__name__)
+
+NO_PROGRESS_TIMEOUT_S = 60.0
+
+
+class Restoring(Protocol):
+    """A task whose stores the reader restores; told once every store reached its changelog end."""
+
+    task: TaskId
+
+    def restore_completed(self) -> None: ...
+
+
+class ReadMode(enum.Enum):
+    RESTORE = "restore"  # an active task's store, up to the changelog end
+    STANDBY = "standby"  # a standby's store, for as long as it is registered
+
+
+@dataclass
+class _Partition:
+    tp: TopicPartition
+    owner: TaskId
+    store: StateStore
+    mode: ReadMode
+    position: int  # the next offset to read: past applied records and past commit markers seen
+    end: int = 0  # RESTORE: the end offset to reach
+    restored: int = 0
+    last_progress: float = 0.0
+
+    def kafka(self) -> KafkaTopicPartition:
+        return KafkaTopicPartition(self.tp.topic, self.tp.partition, self.position)
+
+
+class ChangelogReader:
+    """`restore` and `follow` register a task's changelog partitions, `remove` drops them, `poll`
+    reads and applies whatever arrived. Restores report to `listener` (start, batches, end)."""
+
+    def __init__(self, consumer: Consumer, listener: StateRestoreListener | None = None,
+                 no_progress_timeout_s: float = NO_PROGRESS_TIMEOUT_S) -> None:
+        self._consumer = consumer
+        self.listener = listener
+        self._timeout_s = no_progress_timeout_s
+        self._partitions: dict[TopicPartition, _Partition] = {}
+        self._restoring: dict[TaskId, Restoring] = {}
+        self._paused = False
+
+    # -- registration ------------------------------------------------------------------------
+    def changelog_range(self, tp: TopicPartition) -> tuple[int, int]:
+        """(first offset, end offset) of a changelog partition; the end is the last stable offset."""
+        return changelog_range(self._consumer, tp)
+
+    def restore(self, task: Restoring, stores: Mapping[TopicPartition, StateStore],
+                starts: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int]) -> None:
+        """Restore each store from its start to its end; `task.restore_completed()` is called (from
+        `poll`, or at once when there is nothing to read) once all have arrived."""
+        now = time.monotonic()
+        added = []
+        for tp, store in stores.items():
+            start, end = starts[tp], ends[tp]
+            if start >= end:
+                continue
+            part = _Partition(tp, task.task, store, ReadMode.RESTORE, start, end, last_progress=now)
+            self._add(part)
+            added.append(part)
+            if self.listener is not None:
+                self.listener.on_restore_start(tp, store.name, start, end)
+        if not added:
+            task.restore_completed()
+            return
+        self._restoring[task.task] = task
+        self._assign(added)
+
+    def follow(self, task: TaskId, stores: Mapping[TopicPartition, StateStore],
+               starts: Mapping[TopicPartition, int]) -> None:
+        """Apply every record that arrives on these changelogs until `remove`d (a standby)."""
+        added = [_Partition(tp, task, store, ReadMode.STANDBY, starts[tp]) for tp, store in stores.items()]
+        for part in added:
+            self._add(part)
+        self._assign(added)
+
+    def _add(self, part: _Partition) -> None:
+        held = self._partitions.get(part.tp)
+        if held is not None:
+            raise ChangelogError(part.tp.topic, part.tp.partition, f"already read for task {held.owner}")
+        self._partitions[part.tp] = part
+
+    def remove(self, task: TaskId) -> dict[TopicPartition, int]:
+        """Stop reading the task's changelogs; returns where reading would have gone on."""
+        gone = [p for p in self._partitions.values() if p.owner == task]
+        for part in gone:
+            del self._partitions[part.tp]
+        self._restoring.pop(task, None)
+        if gone:
+            self._consumer.incremental_unassign([p.kafka() for p in gone])
+            self._pause_standbys_while_restoring()
+        return {p.tp: p.position for p in gone}
+
+    def _assign(self, parts: Sequence[_Partition]) -> None:
+        self._consumer.incremental_assign([p.kafka() for p in parts])
+        self._pause_standbys_while_restoring()
+
+    def _pause_standbys_while_restoring(self) -> None:
+        """Restores first, as Kafka's reader: standbys wait while any active task restores."""
+        pause = bool(self._restoring)
+        standbys = [p.kafka() for p in self._partitions.values() if p.mode is ReadMode.STANDBY]
+        if standbys and (pause or self._paused):
+            (self._consumer.pause if pause else self._consumer.resume)(standbys)
+        self._paused = pause
+
+    # -- queries -----------------------------------------------------------------------------
+    @property
+    def restoring(self) -> frozenset[TaskId]:
+        return frozenset(self._restoring)
+
+    def positions(self, task: TaskId) -> dict[TopicPartition, int]:
+        return {p.tp: p.position for p in self._partitions.values() if p.owner == task}
+
+    def lag(self, task: TaskId) -> int:
+        """Offsets between the read positions and the changelogs' current committed ends (records
+        plus commit markers not yet passed): 0 when caught up."""
+        return sum(max(0, self.changelog_range(p.tp)[1] - p.position)
+                   for p in self._partitions.values() if p.owner == task)
+
+    # -- reading -----------------------------------------------------------------------------
+    def poll(self, timeout_s: float = 0.1, max_records: int = CONSUME_BATCH) -> dict[TaskId, int]:
+        """Read and apply what arrived; tasks whose restore completes are told. Returns the number
+        of records applied per task."""
+        if not self._partitions:
+            time.sleep(timeout_s)  # nothing assigned: consume() would return at once
+            return {}
+        records, eofs = split_events(self._consumer.consume(max_records, timeout_s))
+        applied: dict[TaskId, int] = {}
+        for tp, run in self._runs(records):
+            part = self._partitions.get(tp)
+            if part is None:
+                continue  # fetched before its task was removed
+            applied[part.owner] = applied.get(part.owner, 0) + self._apply(part, run)
+        for eof in eofs:
+            part = self._partitions.get(TopicPartition(eof.topic(), eof.partition()))
+            if part is not None:
+                part.position = max(part.position, eof.offset())
+                if part.mode is ReadMode.RESTORE:
+                    part.end = min(part.end, part.position)  # the end hid behind commit markers
+        self._complete_restores()
+        return applied
+
+    def _runs(self, records: list[Message]) -> Iterable[tuple[TopicPartition, list[Message]]]:
+        """The batch cut into runs of one partition (librdkafka hands them out fetch by fetch);
+        with one partition assigned, the batch is one run and nothing is looked at per record."""
+        if not records:
+            return []
+        if len(self._partitions) == 1:
+            (tp,) = self._partitions
+            first, last = records[0], records[-1]
+            if (first.topic(), first.partition()) == (last.topic(), last.partition()) == tp:
+                return [(tp, records)]
+        keys = list(zip(map(Message.topic, records), map(Message.partition, records)))
+        runs = []
+        start = 0
+        for (topic, partition), group in itertools.groupby(keys):
+            length = len(list(group))
+            runs.append((TopicPartition(topic, partition), records[start:start + length]))
+            start += length
+        return runs
+
+    def _apply(self, part: _Partition, run: list[Message]) -> int:
+        keys = list(map(Message.key, run))
+        if None in keys:
+            bad = run[keys.index(None)]
+            raise ChangelogError(part.tp.topic, part.tp.partition, f"record at offset {bad.offset()} has a null key")
+        last = run[-1].offset()
+        if part.mode is ReadMode.RESTORE and not part.restored:
+            part.store.begin_restore()  # a RocksDB store opens with bulk-load options
+        part.store.apply_changelog(keys, list(map(Message.value, run)), last)
+        part.position = last + 1
+        if part.mode is ReadMode.RESTORE:
+            part.restored += len(run)
+            part.last_progress = time.monotonic()
+            if self.listener is not None:
+                self.listener.on_batch_restored(part.tp, part.store.name, last, len(run))
+        return len(run)
+
+    def _complete_restores(self) -> None:
+        now = time.monotonic()
+        for task_id, task in list(self._restoring.items()):
+            parts = [p for p in self._partitions.values() if p.owner == task_id]
+            pending = [p for p in parts if p.position < p.end]
+            stalled = [p for p in pending if now - p.last_progress > self._timeout_s]
+            if stalled:
+                p = stalled[0]
+                raise ChangelogError(p.tp.topic, p.tp.partition,
+                                     f"no progress for {self._timeout_s:.0f} s at offset {p.position} "
+                                     f"(restoring to {p.end})")
+            if pending:
+                continue
+            for part in parts:
+                del self._partitions[part.tp]
+                if self.listener is not None:
+                    self.listener.on_restore_end(part.tp, part.store.name, part.restored)
+            self._consumer.incremental_unassign([p.kafka() for p in parts])
+            del self._restoring[task_id]
+            self._pause_standbys_while_restoring()
+            task.restore_completed()
+
+    def finish_restores(self) -> None:
+        """Poll until no task is restoring (for callers without a state thread: tools, tests);
+        a restore without progress for the timeout raises ChangelogError."""
+        while self._restoring:
+            self.poll()
+
+    def close(self) -> None:
+        self._partitions.clear()
+        self._restoring.clear()
+        self._consumer.close()
