@@ -18,10 +18,10 @@ from tests.kafka.helpers import alive, assert_one_error_line, cli, create_topic,
 
 pytestmark = pytest.mark.broker
 
-# What the properties format (backslash, #, !, =, :, leading and inner blanks, \t), log4j2 (${...},
-# $$ escapes), URIs (%41, +, #) and shells and option parsers (leading -, quotes, &, ;) treat
-# specially, and non-ASCII text.
-HOSTILE_NAME = "-lead  sp\\ace#hash!bang=eq:colon ü 日本 ${env:HOME} $${x} %41+~'\"&;\ttab"
+# What the properties format (backslash, #, !, =, :, blanks, tab, line end), log4j2 (${...}, $$
+# escapes), URIs (%41, +, #) and shells and option parsers (leading -, quotes, &, ;) treat specially,
+# and non-ASCII text.
+HOSTILE_NAME = "-lead  sp\\ace#hash!bang=eq:colon ü 日本 ${env:HOME} $${x} %41+~'\"&;\ttab\nline"
 
 
 def _sandbox_env(sandbox: Path, **extra: str) -> dict[str, str]:
@@ -58,7 +58,7 @@ def _files_the_broker_writes_or_maps(pid: int) -> set[str]:
     for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
         fields = line.split(maxsplit=5)
         if len(fields) == 6:
-            paths.add(fields[5])
+            paths.add(fields[5].replace("\\012", "\n"))  # the kernel writes a newline in a path as \012
     jdk = Path(os.path.realpath(find_java())).parents[1]
     known = (str(jdk), str(KAFKA_LIBS.resolve()), "/usr/", "/lib", "/etc/", "/dev/null")
     return {path.removesuffix(" (deleted)") for path in paths
