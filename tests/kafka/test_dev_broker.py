@@ -14,52 +14,20 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
+from streams_rt.kafka.broker_files import new_cluster_id
 from streams_rt.kafka.dev_broker import BrokerError, BrokerInfo, DevBroker
 from streams_rt.kafka.jvm import JvmSetupError
+from tests.kafka.helpers import alive, assert_one_error_line, cli, create_topic, round_trip, topics
 
 pytestmark = pytest.mark.broker
 
 
-def _create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=30)
-
-
-def _round_trip(bootstrap: str, topic: str, count: int) -> list[bytes]:
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for i in range(count):
-        producer.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode())
-    assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4()}",
-                         "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(values) < count and time.monotonic() < deadline:
-        for message in consumer.consume(num_messages=500, timeout=1.0):
-            assert message.error() is None, message.error()
-            values.append(message.value())
-    consumer.close()
-    return values
-
-
-def _topics(bootstrap: str) -> set[str]:
-    return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics)
-
-
-def _alive(pid: int) -> bool:
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and ") Z " not in stat.read_text()
-
-
 def test_records_round_trip_through_a_new_topic(kafka_broker: BrokerInfo) -> None:
     topic = f"round-trip-{uuid.uuid4().hex[:8]}"
-    _create_topic(kafka_broker.bootstrap_servers, topic)
-    assert topic in _topics(kafka_broker.bootstrap_servers)
-    assert _round_trip(kafka_broker.bootstrap_servers, topic, 1000) == [f"v{i}".encode() for i in range(1000)]
+    create_topic(kafka_broker.bootstrap_servers, topic)
+    assert topic in topics(kafka_broker.bootstrap_servers)
+    assert round_trip(kafka_broker.bootstrap_servers, topic, 1000) == [f"v{i}".encode() for i in range(1000)]
 
 
 def test_second_start_reuses_the_running_broker(kafka_broker: BrokerInfo) -> None:
@@ -81,32 +49,31 @@ def test_a_broker_json_from_an_older_version_is_still_read(kafka_broker: BrokerI
 
 
 def test_cli_start_status_stop_then_restart_keeps_data(tmp_path: Path) -> None:
-    cli = [sys.executable, "-m", "streams_rt.cli", "dev-broker"]
     directory = ["--dir", str(tmp_path / "broker")]
     try:
-        started = subprocess.run([*cli, "start", *directory], capture_output=True, text=True, timeout=120)
+        started = cli("start", *directory)
         assert started.returncode == 0, started.stderr
         assert "running at 127.0.0.1:" in started.stdout
-        status = subprocess.run([*cli, "status", *directory], capture_output=True, text=True, timeout=60)
+        status = cli("status", *directory)
         assert status.returncode == 0 and "running at" in status.stdout
-        again = subprocess.run([*cli, "start", *directory], capture_output=True, text=True, timeout=60)
+        again = cli("start", *directory)
         assert again.returncode == 0, again.stderr
         assert "already running" in again.stdout
         info = DevBroker(tmp_path / "broker").status()
         assert info is not None
-        _create_topic(info.bootstrap_servers, "kept-across-restart")
+        create_topic(info.bootstrap_servers, "kept-across-restart")
     finally:
-        stopped = subprocess.run([*cli, "stop", *directory], capture_output=True, text=True, timeout=120)
+        stopped = cli("stop", *directory)
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
-    assert not _alive(info.pid)
-    assert subprocess.run([*cli, "status", *directory], capture_output=True, timeout=60).returncode == 1
+    assert not alive(info.pid)
+    assert cli("status", *directory).returncode == 1
 
     restarted_broker = DevBroker(tmp_path / "broker")
     restarted = restarted_broker.start()
     try:
         assert restarted.pid != info.pid
         assert restarted.port == info.port, "a restarted broker keeps its free port"
-        assert "kept-across-restart" in _topics(restarted.bootstrap_servers)
+        assert "kept-across-restart" in topics(restarted.bootstrap_servers)
     finally:
         assert restarted_broker.stop()
 
@@ -114,23 +81,22 @@ def test_cli_start_status_stop_then_restart_keeps_data(tmp_path: Path) -> None:
 def test_a_broker_that_does_not_answer_stays_recorded_and_stoppable(tmp_path: Path) -> None:
     """A SIGSTOPped broker misses the metadata probe but is alive: status must say so (not "not
     running"), start must not launch a second JVM on its data, and stop must still end it."""
-    cli = [sys.executable, "-m", "streams_rt.cli", "dev-broker"]
     directory = ["--dir", str(tmp_path / "broker")]
     broker = DevBroker(tmp_path / "broker")
     info = broker.start(owned=True)
     try:
         os.kill(info.pid, signal.SIGSTOP)
-        status = subprocess.run([*cli, "status", *directory], capture_output=True, text=True, timeout=60)
+        status = cli("status", *directory)
         assert status.returncode == 2, (status.stdout, status.stderr)
         assert f"(pid {info.pid}) is running but not answering" in status.stdout
         with pytest.raises(BrokerError, match="does not answer"):
             broker.start()
         os.kill(info.pid, signal.SIGCONT)
-        stopped = subprocess.run([*cli, "stop", *directory], capture_output=True, text=True, timeout=120)
+        stopped = cli("stop", *directory)
         assert stopped.returncode == 0 and "Kafka broker stopped" in stopped.stdout, stopped.stderr
-        assert not _alive(info.pid)
+        assert not alive(info.pid)
     finally:
-        if _alive(info.pid):
+        if alive(info.pid):
             os.kill(info.pid, signal.SIGCONT)
             broker.stop()
 
@@ -138,10 +104,8 @@ def test_a_broker_that_does_not_answer_stays_recorded_and_stoppable(tmp_path: Pa
 def test_cli_start_resolves_a_relative_dir_and_ignores_a_garbage_ports_file(tmp_path: Path) -> None:
     (tmp_path / "broker").mkdir()
     (tmp_path / "broker" / "ports.json").write_text("{not json")
-    cli = [sys.executable, "-m", "streams_rt.cli", "dev-broker"]
     try:
-        started = subprocess.run([*cli, "start", "--dir", "broker"], cwd=tmp_path,
-                                 capture_output=True, text=True, timeout=120)
+        started = cli("start", "--dir", "broker", cwd=tmp_path)
         assert started.returncode == 0, started.stderr
         assert "running at 127.0.0.1:" in started.stdout
         assert "ignoring unreadable" in started.stderr and "Traceback" not in started.stderr
@@ -149,10 +113,9 @@ def test_cli_start_resolves_a_relative_dir_and_ignores_a_garbage_ports_file(tmp_
         assert info is not None and info.answering
         assert info.directory == str((tmp_path / "broker").resolve())
     finally:
-        stopped = subprocess.run([*cli, "stop", "--dir", "broker"], cwd=tmp_path,
-                                 capture_output=True, text=True, timeout=120)
+        stopped = cli("stop", "--dir", "broker", cwd=tmp_path)
     assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stderr
-    assert not _alive(info.pid)
+    assert not alive(info.pid)
 
 
 def test_owned_broker_stops_when_its_parent_is_killed(tmp_path: Path) -> None:
@@ -163,20 +126,21 @@ def test_owned_broker_stops_when_its_parent_is_killed(tmp_path: Path) -> None:
               "time.sleep(600)\n")
     parent = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "owned")],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert parent.stdout is not None and parent.stderr is not None
     try:
         line = parent.stdout.readline()
         if not line:
             parent.wait(timeout=30)
             pytest.fail(f"the owning process exited before starting the broker:\n{parent.stderr.read()}")
         broker_pid = int(line)
-        assert _alive(broker_pid)
+        assert alive(broker_pid)
     finally:
         parent.send_signal(signal.SIGKILL)
         parent.wait()
     deadline = time.monotonic() + 60
-    while _alive(broker_pid) and time.monotonic() < deadline:
+    while alive(broker_pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _alive(broker_pid), "the broker outlived the process that owned it"
+    assert not alive(broker_pid), "the broker outlived the process that owned it"
 
 
 def test_invalid_port_is_a_clear_error(tmp_path: Path) -> None:
@@ -204,38 +168,17 @@ def test_missing_jars_names_the_fix(tmp_path: Path) -> None:
 
 
 def test_cli_error_is_one_line_without_traceback(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "streams_rt.cli", "dev-broker", "start",
-                             "--dir", str(tmp_path), "--port", "70000"],
-                            capture_output=True, text=True, timeout=60, env={**os.environ})
+    result = cli("start", "--dir", tmp_path, "--port", "70000")
     assert result.returncode == 1
     assert result.stderr.strip() == "Error: port must be 0 (any free port) or 1-65535, not 70000"
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "streams_rt.cli", "dev-broker", *args],
-                          capture_output=True, text=True, timeout=60)
-
-
-def _assert_one_error_line(result: subprocess.CompletedProcess[str], expected: str) -> None:
-    assert result.returncode == 1, (result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: ") and expected in lines[0], result.stderr
-
-
 def test_cli_start_in_an_impossible_dir_is_one_line() -> None:
-    _assert_one_error_line(_cli("start", "--dir", "/proc/nope"), "/proc/nope")
-
-
-def test_cli_status_and_stop_errors_are_one_line(tmp_path: Path) -> None:
-    (tmp_path / "broker.json").mkdir()  # unreadable as a file: an OSError, not "no record"
-    _assert_one_error_line(_cli("status", "--dir", str(tmp_path)), "broker.json")
-    _assert_one_error_line(_cli("stop", "--dir", str(tmp_path)), "broker.json")
+    assert_one_error_line(cli("start", "--dir", "/proc/nope"), "/proc/nope")
 
 
 def test_cluster_ids_never_start_with_a_dash() -> None:
     """The storage tool parses an id starting with '-' as an option; 1 in 64 raw ids would."""
-    from streams_rt.kafka.dev_broker import _new_cluster_id
-
-    ids = [_new_cluster_id() for _ in range(5000)]
+    ids = [new_cluster_id() for _ in range(5000)]
     assert not any(i.startswith("-") for i in ids)
     assert all(len(i) == 22 for i in ids)
