@@ -34,7 +34,8 @@ demo: venv jars
 	$(VENV_PY) examples/broker_smoke.py
 
 # A detached broker (`streams-rt dev-broker start`) would keep running on a deleted directory: stop it
-# first (a missing venv or broker is fine; stop says "was not running").
+# first (a missing venv or broker is fine; stop says "was not running"). If stop fails (an unreadable
+# broker.json, say), nothing is deleted: its one-line error says what to do.
 clean:
-	-if test -x $(VENV)/bin/streams-rt; then $(VENV)/bin/streams-rt dev-broker stop --dir .streams-rt/dev-broker; fi
+	if test -x $(VENV)/bin/streams-rt; then $(VENV)/bin/streams-rt dev-broker stop --dir .streams-rt/dev-broker; fi
 	rm -rf $(VENV) jvm/target build .streams-rt
