@@ -1,0 +1,302 @@
+"""Runs one task's subtopology over batches of input records.
+
+A batch's records are merged by timestamp across the task's input partitions (within a partition
+they stay in offset order), cut into runs of one source topic, deserialized, and handed to that
+source's children as one list. Sinks serialize what reaches them and pass it to `send` (the task's
+producer); what reaches an output sink (not a repartition topic) is also kept as output rows. The
+record caches flush at the end of each batch (`flush`)."""
+
+from __future__ import annotations
+
+import enum
+import heapq
+import itertools
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from streams_rt.protocol import TaskId
+from streams_rt.state.stores import KeyValueStore, StateStore, WindowStore
+from streams_rt.state.stores.typed import TypedKeyValueStore, TypedWindowStore
+from streams_rt.tasks.execution.caching import CachedKeyValue, CachedWindows, TaskCache
+from streams_rt.tasks.execution.nodes import (
+    AggregateExec,
+    BranchExec,
+    Exec,
+    FilterExec,
+    FlatMapExec,
+    FlatMapValuesExec,
+    JoinExec,
+    MapExec,
+    MapValuesExec,
+    PassthroughExec,
+    PeekExec,
+    ProcessExec,
+    SelectKeyExec,
+    SinkExec,
+    SinkRecord,
+    TableSourceExec,
+    UserCodeError,
+    WindowedAggregateExec,
+)
+from streams_rt.topology import Record, Subtopology, Topology
+from streams_rt.topology.nodes import (
+    Aggregate,
+    Branch,
+    Filter,
+    FlatMap,
+    FlatMapValues,
+    Join,
+    Map,
+    MapValues,
+    Node,
+    Passthrough,
+    Peek,
+    Process,
+    ProcessorNode,
+    SelectKey,
+    SinkNode,
+    SourceNode,
+    TableSource,
+)
+from streams_rt.topology.topology import internal_name
+
+log = logging.getLogger(__name__)
+
+
+class InputMessage(Protocol):
+    """A consumed record (confluent_kafka.Message has these)."""
+
+    def topic(self) -> str | None: ...
+    def partition(self) -> int | None: ...
+    def offset(self) -> int | None: ...
+    def key(self) -> bytes | None: ...
+    def value(self) -> bytes | None: ...
+    def timestamp(self) -> tuple[int, int]: ...
+
+
+class DeserializationHandler(enum.Enum):
+    """`default.deserialization.exception.handler`."""
+
+    FAIL = "fail"
+    LOG_AND_CONTINUE = "log_and_continue"
+
+
+class ProcessingFailed(Exception):
+    """A batch failed on one input record: which one (topic, partition, offset) and why."""
+
+    def __init__(self, task: TaskId, topic: str, partition: int, offset: int, reason: str) -> None:
+        super().__init__(f"task {task}: record {topic}-{partition}@{offset}: {reason}")
+        self.task, self.topic, self.partition, self.offset, self.reason = task, topic, partition, offset, reason
+
+
+class DeserializationFailed(ProcessingFailed):
+    """A record that its source's serdes cannot read, under the `fail` handler."""
+
+
+Send = Callable[[str, bytes | None, bytes | None, int], None]  # topic, key, value, timestamp
+
+
+class SubtopologyRunner:
+    def __init__(
+        self,
+        topology: Topology,
+        subtopology: Subtopology,
+        task: TaskId,
+        application_id: str,
+        stores: Mapping[str, StateStore],
+        send: Send,
+        *,
+        cache_max_bytes: int = 0,
+        deserialization_handler: DeserializationHandler = DeserializationHandler.FAIL,
+    ) -> None:
+        self.task = task
+        self._send = send
+        self._handler = deserialization_handler
+        self.cache = TaskCache(cache_max_bytes)
+        self.output: list[SinkRecord] = []  # rows of the output sinks, since the last take_output
+        self.skipped_deserialization = 0
+        self._definitions = topology.stores
+        self._stores = stores
+        self._cached: dict[str, CachedKeyValue | CachedWindows] = {}
+        self._execs: dict[str, Exec] = {}
+        self._sources: dict[str, tuple[SourceNode, Exec]] = {}  # full topic name -> source
+        for node in subtopology.nodes:
+            self._execs[node.name] = self._build(node, application_id)
+        for node in subtopology.nodes:
+            self._execs[node.name].children = [self._execs[c.name] for c in node.children]
+        for node in subtopology.nodes:
+            if isinstance(node, SourceNode):
+                for topic in node.topics:
+                    full = internal_name(application_id, topic) if node.internal else topic
+                    self._sources[full] = (node, self._execs[node.name])
+
+    # -- building ----------------------------------------------------------------------------
+    def _build(self, node: Node, application_id: str) -> Exec:
+        if isinstance(node, SourceNode):
+            return PassthroughExec(node.name)
+        if isinstance(node, SinkNode):
+            topic = internal_name(application_id, node.topic) if node.internal else node.topic
+            assert node.key_serde is not None and node.value_serde is not None  # the DSL always sets them
+            return SinkExec(node.name, topic, node.key_serde, node.value_serde,
+                            self._send_internal if node.internal else self._send_output)
+        assert isinstance(node, ProcessorNode)
+        op = node.operation
+        stateless = _STATELESS.get(type(op))
+        if stateless is not None:
+            return stateless(node.name, op)
+        if isinstance(op, Aggregate):
+            return self._aggregate(node.name, op)
+        if isinstance(op, TableSource):
+            table = self._kv_cache(op.store)
+            exec_node = TableSourceExec(node.name, table)
+            table.forward_to(exec_node.forward)
+            return exec_node
+        if isinstance(op, Join):
+            return JoinExec(node.name, op, self._kv_cache(op.store))
+        if isinstance(op, Process):
+            typed = {name: self._typed_store(name) for name in op.stores}
+            return ProcessExec(node.name, op.supplier(), self.task, typed)
+        raise TypeError(f"{node.name}: no executor for {type(op).__name__}")
+
+    def _aggregate(self, name: str, op: Aggregate) -> Exec:
+        if op.windows is None:
+            table = self._kv_cache(op.store)
+            kv_exec = AggregateExec(name, op, table)
+            table.forward_to(kv_exec.forward)
+            return kv_exec
+        windows = self._window_cache(op.store)
+        window_exec = WindowedAggregateExec(name, op, op.windows, windows)
+        windows.forward_to(window_exec.forward)
+        return window_exec
+
+    def _kv_cache(self, name: str) -> CachedKeyValue:
+        """One cache per store per task, shared by every node that uses the store (the table's
+        writer and its joins see the same latest values)."""
+        cached = self._cached.get(name)
+        if cached is None:
+            store, definition = self._stores[name], self._definitions[name]
+            if not isinstance(store, KeyValueStore):
+                raise TypeError(f"store {name} is not a key-value store")
+            cached = self._cached[name] = CachedKeyValue(store, definition.key_serde, definition.value_serde, self.cache)
+        assert isinstance(cached, CachedKeyValue)
+        return cached
+
+    def _window_cache(self, name: str) -> CachedWindows:
+        store, definition = self._stores[name], self._definitions[name]
+        if not isinstance(store, WindowStore):
+            raise TypeError(f"store {name} is not a window store")
+        cached = CachedWindows(store, definition.key_serde, definition.value_serde, self.cache)
+        self._cached[name] = cached
+        return cached
+
+    def _typed_store(self, name: str) -> Any:
+        store, definition = self._stores[name], self._definitions[name]
+        if isinstance(store, WindowStore):
+            return TypedWindowStore(store, definition.key_serde, definition.value_serde)
+        if isinstance(store, KeyValueStore):
+            return TypedKeyValueStore(store, definition.key_serde, definition.value_serde)
+        raise TypeError(f"store {name}: unknown kind {type(store).__name__}")
+
+    def _send_internal(self, rows: Iterable[SinkRecord]) -> None:
+        send = self._send
+        for topic, key, value, timestamp, _, _ in rows:
+            send(topic, key, value, timestamp)
+
+    def _send_output(self, rows: Iterable[SinkRecord]) -> None:
+        rows = list(rows)
+        self._send_internal(rows)
+        self.output.extend(rows)
+
+    # -- running -----------------------------------------------------------------------------
+    def process(self, batch: Mapping[Any, Sequence[InputMessage]]) -> None:
+        """Process one batch: the records of each input partition, in offset order."""
+        merged = merge_by_timestamp([records for records in batch.values() if records])
+        position = 0
+        for topic, run in itertools.groupby(merged, key=_topic):
+            records = list(run)
+            self._process_run(topic, records, position, merged)
+            position += len(records)
+
+    def _process_run(self, topic: str | None, run: list[InputMessage], base: int, merged: list[InputMessage]) -> None:
+        source, source_exec = self._sources[topic or ""]
+        keys = source.key_serde
+        values = source.value_serde
+        assert keys is not None and values is not None
+        try:
+            records = [Record(keys.deserialize(m.key()), values.deserialize(m.value()), m.timestamp()[1], base + i)
+                       for i, m in enumerate(run)]
+        except Exception:  # noqa: BLE001 - any serde failure: found and handled record by record
+            records = self._deserialize_one_by_one(run, base, keys.deserialize, values.deserialize)
+        try:
+            source_exec.forward(records)
+        except UserCodeError as e:
+            raise self._failure(e, merged) from e.cause
+
+    def _deserialize_one_by_one(self, run: list[InputMessage], base: int, kd: Callable[[Any], Any],
+                                vd: Callable[[Any], Any]) -> list[Record]:
+        records = []
+        for i, m in enumerate(run):
+            try:
+                records.append(Record(kd(m.key()), vd(m.value()), m.timestamp()[1], base + i))
+            except Exception as e:  # noqa: BLE001 - a serde's own error type, whatever it is
+                coordinates = (m.topic() or "?", m.partition() or 0, m.offset() or 0)
+                if self._handler is DeserializationHandler.FAIL:
+                    raise DeserializationFailed(self.task, *coordinates, f"cannot deserialize: {e}") from None
+                log.warning("task %s: skipping record %s-%d@%d that cannot be deserialized "
+                            "(default.deserialization.exception.handler=log_and_continue): %s",
+                            self.task, *coordinates, e)
+                self.skipped_deserialization += 1
+        return records
+
+    def _failure(self, error: UserCodeError, merged: list[InputMessage]) -> ProcessingFailed:
+        index = error.record.source_index
+        if 0 <= index < len(merged):
+            m = merged[index]
+            return ProcessingFailed(self.task, m.topic() or "?", m.partition() or 0, m.offset() or 0, str(error))
+        first = merged[0]
+        return ProcessingFailed(self.task, first.topic() or "?", first.partition() or 0, -1,
+                                f"{error} (while flushing; the input record is not known)")
+
+    def flush(self) -> None:
+        """End of a batch: the caches write their dirty entries to the stores and forward them."""
+        try:
+            self.cache.flush()
+        except UserCodeError as e:
+            raise ProcessingFailed(self.task, "?", -1, -1, f"{e} (while flushing the record caches)") from e.cause
+
+    def take_output(self) -> list[SinkRecord]:
+        output, self.output = self.output, []
+        return output
+
+    def abort(self) -> None:
+        """A failed batch: forget what the caches and the output rows hold."""
+        self.cache.drop()
+        self.output = []
+
+    def close(self) -> None:
+        for exec_node in self._execs.values():
+            exec_node.close()
+
+
+_STATELESS: dict[type, Callable[[str, Any], Exec]] = {
+    Filter: FilterExec, Map: MapExec, MapValues: MapValuesExec, SelectKey: SelectKeyExec, FlatMap: FlatMapExec,
+    FlatMapValues: FlatMapValuesExec, Peek: PeekExec, Branch: BranchExec, Passthrough: PassthroughExec,
+}
+
+
+def _topic(message: InputMessage) -> str | None:
+    return message.topic()
+
+
+def _timestamp(message: InputMessage) -> int:
+    return message.timestamp()[1]
+
+
+def merge_by_timestamp(partitions: list[Sequence[InputMessage]]) -> list[InputMessage]:
+    """One list in timestamp order, each partition's records kept in offset order (heapq.merge is
+    stable: on equal timestamps the earlier partition goes first)."""
+    if len(partitions) == 1:
+        return list(partitions[0])
+    return list(heapq.merge(*partitions, key=_timestamp))
+

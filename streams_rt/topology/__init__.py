@@ -1,0 +1,46 @@
+"""Topologies: the DSL (StreamsBuilder, KStream, KTable, windowed aggregations, stream-table joins),
+the processor API, serdes, and subtopologies split as Kafka Streams splits them. Pure: no I/O; the
+task hosts run what it describes."""
+
+from streams_rt.topology.dsl import (
+    BranchedStream,
+    KGroupedStream,
+    KStream,
+    KTable,
+    StreamsBuilder,
+    TimeWindowedStream,
+)
+from streams_rt.topology.errors import TopologyError
+from streams_rt.topology.processor import BaseProcessor, Processor, ProcessorContext
+from streams_rt.topology.record import Record, Windowed
+from streams_rt.topology.serdes import Serde, SerdeError, Serdes
+from streams_rt.topology.stores import StoreDefinition, Stores
+from streams_rt.topology.topology import Subtopology, Topology, TopologyLayout
+from streams_rt.topology.windows import HoppingWindows, TimeWindows, TumblingWindows, WindowedSerde
+
+__all__ = [
+    "BaseProcessor",
+    "BranchedStream",
+    "HoppingWindows",
+    "KGroupedStream",
+    "KStream",
+    "KTable",
+    "Processor",
+    "ProcessorContext",
+    "Record",
+    "Serde",
+    "SerdeError",
+    "Serdes",
+    "StoreDefinition",
+    "Stores",
+    "StreamsBuilder",
+    "Subtopology",
+    "TimeWindowedStream",
+    "TimeWindows",
+    "Topology",
+    "TopologyError",
+    "TopologyLayout",
+    "TumblingWindows",
+    "Windowed",
+    "WindowedSerde",
+]

@@ -1,0 +1,364 @@
+"""The DSL: Kafka Streams' StreamsBuilder, KStream, KGroupedStream, KTable and windowed streams,
+with Pythonic names. Each call adds nodes to the builder's graph; `build()` returns the Topology.
+
+Functions take the record's key and value the way Kafka's do (a KeyValueMapper gets both; a
+ValueMapper only the value). Node names follow Kafka's: `KSTREAM-FILTER-0000000001`, ..."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from streams_rt.topology.errors import TopologyError
+from streams_rt.topology.nodes import (
+    Aggregate,
+    Branch,
+    Filter,
+    FlatMap,
+    FlatMapValues,
+    Join,
+    Map,
+    MapValues,
+    Node,
+    Operation,
+    Passthrough,
+    Peek,
+    Process,
+    ProcessorNode,
+    SelectKey,
+    SinkNode,
+    SourceNode,
+    TableSource,
+)
+from streams_rt.topology.processor import ProcessorSupplier
+from streams_rt.topology.serdes import Serde, Serdes
+from streams_rt.topology.stores import StoreDefinition, check_name
+from streams_rt.topology.topology import Topology
+from streams_rt.topology.windows import TimeWindows, WindowedSerde
+
+
+class StreamsBuilder:
+    def __init__(self) -> None:
+        self._nodes: list[Node] = []
+        self._stores: dict[str, StoreDefinition] = {}
+        self._copartitioned: list[frozenset[str]] = []
+        self._counter = 0
+
+    # -- sources -----------------------------------------------------------------------------
+    def stream(self, topic: str | Iterable[str], key_serde: Serde[Any] | None = None,
+               value_serde: Serde[Any] | None = None) -> KStream:
+        """A stream of the records of one or more topics (bytes unless serdes are given)."""
+        topics = (topic,) if isinstance(topic, str) else tuple(topic)
+        if not topics:
+            raise TopologyError("stream", "needs at least one topic")
+        for t in topics:
+            check_name(t, "topic")
+        keys, values = key_serde or Serdes.bytes(), value_serde or Serdes.bytes()
+        source = self._add(SourceNode(self._name("KSTREAM-SOURCE"), topics=topics, key_serde=keys, value_serde=values))
+        return KStream(self, source, keys, values)
+
+    def table(self, topic: str, key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None,
+              store: str | None = None, in_memory: bool = False) -> KTable:
+        """The topic as a table: the latest value per key, materialized in a queryable store."""
+        check_name(topic, "topic")
+        keys, values = key_serde or Serdes.bytes(), value_serde or Serdes.bytes()
+        source = self._add(SourceNode(self._name("KTABLE-SOURCE"), topics=(topic,), key_serde=keys, value_serde=values))
+        store_name = store or f"{topic}-STATE-STORE-{self._counter:010d}"
+        self.add_state_store(StoreDefinition(store_name, keys, values, in_memory=in_memory))
+        node = self._processor(source, "KTABLE-SOURCE-PROCESSOR", TableSource(store_name), (store_name,))
+        return KTable(self, node, store_name, keys, values)
+
+    def add_state_store(self, store: StoreDefinition) -> None:
+        if store.name in self._stores and self._stores[store.name] != store:
+            raise TopologyError(store.name, "a different store with this name exists")
+        self._stores[store.name] = store
+
+    def build(self) -> Topology:
+        return Topology(self._nodes, self._stores, self._copartitioned)
+
+    # -- plumbing for the stream classes ----------------------------------------------------
+    def _name(self, prefix: str) -> str:
+        name = f"{prefix}-{self._counter:010d}"
+        self._counter += 1
+        return name
+
+    def _add(self, node: Node) -> Node:
+        self._nodes.append(node)
+        return node
+
+    def _processor(self, parent: Node | list[Node], prefix: str, operation: Operation,
+                   stores: tuple[str, ...] = (), name: str | None = None) -> ProcessorNode:
+        node = ProcessorNode(name or self._name(prefix), operation=operation, stores=stores)
+        for p in parent if isinstance(parent, list) else [parent]:
+            p.add_child(node)
+        self._add(node)
+        return node
+
+    def _repartition(self, parent: Node, topic_name: str, keys: Serde[Any], values: Serde[Any]) -> SourceNode:
+        """Sink into the internal topic `<application.id>-<topic_name>`, and a source reading it:
+        the boundary between two subtopologies."""
+        check_name(topic_name, "repartition topic")
+        sink = SinkNode(self._name("KSTREAM-SINK"), topic=topic_name, key_serde=keys, value_serde=values, internal=True)
+        parent.add_child(sink)
+        self._add(sink)
+        source = SourceNode(self._name("KSTREAM-SOURCE"), topics=(topic_name,), key_serde=keys, value_serde=values,
+                            internal=True)
+        self._add(source)
+        return source
+
+
+class KStream:
+    """A record stream. `key_changed`: an operation may have changed the key since the source, so
+    grouping or joining by key needs a repartition first."""
+
+    def __init__(self, builder: StreamsBuilder, node: Node, key_serde: Serde[Any], value_serde: Serde[Any],
+                 key_changed: bool = False) -> None:
+        self._b, self.node = builder, node
+        self.key_serde, self.value_serde, self.key_changed = key_serde, value_serde, key_changed
+
+    def _next(self, prefix: str, operation: Operation, key_changed: bool | None = None,
+              key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None,
+              stores: tuple[str, ...] = (), name: str | None = None) -> KStream:
+        node = self._b._processor(self.node, prefix, operation, stores, name)
+        return KStream(self._b, node, key_serde or self.key_serde, value_serde or self.value_serde,
+                       self.key_changed if key_changed is None else key_changed)
+
+    # -- stateless ---------------------------------------------------------------------------
+    def filter(self, predicate: Callable[[Any, Any], bool], name: str | None = None) -> KStream:
+        return self._next("KSTREAM-FILTER", Filter(predicate), name=name)
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool], name: str | None = None) -> KStream:
+        return self._next("KSTREAM-FILTER", Filter(lambda k, v: not predicate(k, v)), name=name)
+
+    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], key_serde: Serde[Any] | None = None,
+            value_serde: Serde[Any] | None = None, name: str | None = None) -> KStream:
+        """mapper(key, value) -> (new key, new value)."""
+        return self._next("KSTREAM-MAP", Map(mapper), True, key_serde, value_serde, name=name)
+
+    def map_values(self, mapper: Callable[[Any], Any], value_serde: Serde[Any] | None = None,
+                   name: str | None = None) -> KStream:
+        return self._next("KSTREAM-MAPVALUES", MapValues(mapper), value_serde=value_serde, name=name)
+
+    def select_key(self, mapper: Callable[[Any, Any], Any], key_serde: Serde[Any] | None = None,
+                   name: str | None = None) -> KStream:
+        return self._next("KSTREAM-KEY-SELECT", SelectKey(mapper), True, key_serde, name=name)
+
+    def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], key_serde: Serde[Any] | None = None,
+                 value_serde: Serde[Any] | None = None, name: str | None = None) -> KStream:
+        """mapper(key, value) -> any number of (key, value) pairs."""
+        return self._next("KSTREAM-FLATMAP", FlatMap(mapper), True, key_serde, value_serde, name=name)
+
+    def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]], value_serde: Serde[Any] | None = None,
+                        name: str | None = None) -> KStream:
+        return self._next("KSTREAM-FLATMAPVALUES", FlatMapValues(mapper), value_serde=value_serde, name=name)
+
+    def peek(self, action: Callable[[Any, Any], None], name: str | None = None) -> KStream:
+        return self._next("KSTREAM-PEEK", Peek(action), name=name)
+
+    def split(self, prefix: str = "") -> BranchedStream:
+        """Kafka's split(): route each record to the first branch whose predicate holds."""
+        return BranchedStream(self, prefix)
+
+    def merge(self, other: KStream, name: str | None = None) -> KStream:
+        if other._b is not self._b:
+            raise TopologyError(name or "merge", "cannot merge streams of different builders")
+        node = self._b._processor([self.node, other.node], "KSTREAM-MERGE", Passthrough(), name=name)
+        return KStream(self._b, node, self.key_serde, self.value_serde, self.key_changed or other.key_changed)
+
+    def to(self, topic: str, key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None,
+           name: str | None = None) -> None:
+        """Write to `topic`; these records are also the topology's output rows."""
+        check_name(topic, "topic")
+        sink = SinkNode(name or self._b._name("KSTREAM-SINK"), topic=topic, key_serde=key_serde or self.key_serde,
+                        value_serde=value_serde or self.value_serde)
+        self.node.add_child(sink)
+        self._b._add(sink)
+
+    def repartition(self, name: str, key_serde: Serde[Any] | None = None,
+                    value_serde: Serde[Any] | None = None) -> KStream:
+        """Through the internal topic `<application.id>-<name>-repartition`: records are then
+        partitioned by their current key."""
+        keys, values = key_serde or self.key_serde, value_serde or self.value_serde
+        source = self._b._repartition(self.node, f"{name}-repartition", keys, values)
+        return KStream(self._b, source, keys, values, key_changed=False)
+
+    # -- stateful ----------------------------------------------------------------------------
+    def group_by_key(self, key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None,
+                     name: str | None = None) -> KGroupedStream:
+        """Group by the current key; repartitioned first only if an operation may have changed it."""
+        return KGroupedStream(self, key_serde or self.key_serde, value_serde or self.value_serde,
+                              self.key_changed, name)
+
+    def group_by(self, selector: Callable[[Any, Any], Any], key_serde: Serde[Any] | None = None,
+                 value_serde: Serde[Any] | None = None, name: str | None = None) -> KGroupedStream:
+        """Group by selector(key, value): always through a repartition topic
+        `<application.id>-<name>-repartition` (name defaults to the aggregation's store)."""
+        keyed = self.select_key(selector, key_serde)
+        return KGroupedStream(keyed, key_serde or self.key_serde, value_serde or self.value_serde, True, name)
+
+    def join(self, table: KTable, joiner: Callable[[Any, Any], Any], value_serde: Serde[Any] | None = None,
+             name: str | None = None) -> KStream:
+        """Inner stream-table join: joiner(stream value, table value) for records whose key the table has."""
+        return self._join(table, joiner, False, value_serde, name)
+
+    def left_join(self, table: KTable, joiner: Callable[[Any, Any], Any], value_serde: Serde[Any] | None = None,
+                  name: str | None = None) -> KStream:
+        """Left stream-table join: records without a table value are joined with None."""
+        return self._join(table, joiner, True, value_serde, name)
+
+    def _join(self, table: KTable, joiner: Callable[[Any, Any], Any], left: bool, value_serde: Serde[Any] | None,
+              name: str | None) -> KStream:
+        if self.key_changed:
+            raise TopologyError(name or "join", "the stream's key may have changed since its source: call "
+                                                "repartition(name) before joining it with a table")
+        joined = self._next("KSTREAM-JOIN", Join(table.store, joiner, left), value_serde=value_serde,
+                            stores=(table.store,), name=name)
+        self._b._copartitioned.append(frozenset({*_source_names(self.node), *_source_names(table.node)}))
+        return joined
+
+    def process(self, supplier: ProcessorSupplier, stores: Iterable[StoreDefinition | str] = (),
+                key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None,
+                name: str | None = None) -> KStream:
+        """A processor API step: `supplier()` makes one processor per task; it may use `stores`
+        (definitions are added to the topology) and forwards any records it likes."""
+        names = []
+        for store in stores:
+            if isinstance(store, StoreDefinition):
+                self._b.add_state_store(store)
+                names.append(store.name)
+            else:
+                names.append(store)
+        return self._next("KSTREAM-PROCESSOR", Process(supplier, tuple(names)), True, key_serde, value_serde,
+                          stores=tuple(names), name=name)
+
+
+def _source_names(node: Node) -> list[str]:
+    """The sources upstream of `node` within its subtopology (joins check they are co-partitioned)."""
+    found, todo, seen = [], [node], set()
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, SourceNode):
+            found.append(current.name)
+        todo.extend(current.parents)
+    return found
+
+
+class BranchedStream:
+    """stream.split().branch(predicate, name).branch(...).default_branch(name) -> {name: KStream}."""
+
+    def __init__(self, stream: KStream, prefix: str) -> None:
+        self._stream, self._prefix = stream, prefix
+        self._branches: list[tuple[str, Callable[[Any, Any], bool]]] = []
+
+    def branch(self, predicate: Callable[[Any, Any], bool], name: str | None = None) -> BranchedStream:
+        self._branches.append((self._prefix + (name or str(len(self._branches) + 1)), predicate))
+        return self
+
+    def default_branch(self, name: str = "0") -> dict[str, KStream]:
+        return self._finish(self._prefix + name)
+
+    def no_default_branch(self) -> dict[str, KStream]:
+        return self._finish(None)
+
+    def _finish(self, default: str | None) -> dict[str, KStream]:
+        b = self._stream._b
+        names = [n for n, _ in self._branches] + ([default] if default is not None else [])
+        if len(set(names)) != len(names):
+            raise TopologyError("split", f"branch names must be unique, got {names}")
+        operation = Branch(tuple(p for _, p in self._branches), default is not None)
+        splitter = b._processor(self._stream.node, "KSTREAM-BRANCH", operation)
+        out = {}
+        for branch_name in names:
+            child = b._processor(splitter, "KSTREAM-BRANCHCHILD", Passthrough())
+            out[branch_name] = KStream(b, child, self._stream.key_serde, self._stream.value_serde,
+                                       self._stream.key_changed)
+        return out
+
+
+class KGroupedStream:
+    def __init__(self, stream: KStream, key_serde: Serde[Any], value_serde: Serde[Any], repartition: bool,
+                 name: str | None) -> None:
+        self._stream, self.key_serde, self.value_serde = stream, key_serde, value_serde
+        self._repartition_needed, self._name = repartition, name
+
+    def _input(self, store: str) -> Node:
+        """The node the aggregation hangs under: the stream itself, or a repartition of it."""
+        if not self._repartition_needed:
+            return self._stream.node
+        topic = f"{self._name or store}-repartition"
+        return self._stream._b._repartition(self._stream.node, topic, self.key_serde, self.value_serde)
+
+    def _store(self, store: str | None) -> str:
+        return store or self._stream._b._name("KSTREAM-AGGREGATE-STATE-STORE")
+
+    def count(self, store: str | None = None, in_memory: bool = False) -> KTable:
+        return self.aggregate(lambda: 0, lambda key, value, agg: agg + 1, store, Serdes.int64(), in_memory)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], store: str | None = None, in_memory: bool = False) -> KTable:
+        """reducer(aggregate, value); the first value of a key is its first aggregate."""
+        return self.aggregate(lambda: _FIRST, lambda key, value, agg: value if agg is _FIRST else reducer(agg, value),
+                              store, self.value_serde, in_memory)
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  store: str | None = None, value_serde: Serde[Any] | None = None, in_memory: bool = False) -> KTable:
+        """aggregator(key, value, aggregate) -> the new aggregate, starting from initializer()."""
+        b = self._stream._b
+        name = self._store(store)
+        values = value_serde or self.value_serde
+        b.add_state_store(StoreDefinition(name, self.key_serde, values, in_memory=in_memory))
+        node = b._processor(self._input(name), "KSTREAM-AGGREGATE", Aggregate(name, initializer, aggregator), (name,))
+        return KTable(b, node, name, self.key_serde, values)
+
+    def windowed_by(self, windows: TimeWindows) -> TimeWindowedStream:
+        return TimeWindowedStream(self, windows)
+
+
+_FIRST = object()  # reduce's "no aggregate yet"
+
+
+class TimeWindowedStream:
+    """Aggregations per key and window; results are keyed by `Windowed(key, start, end)`."""
+
+    def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
+        self._grouped, self.windows = grouped, windows
+
+    def count(self, store: str | None = None, retention_ms: int | None = None, in_memory: bool = False) -> KTable:
+        return self.aggregate(lambda: 0, lambda key, value, agg: agg + 1, store, Serdes.int64(), retention_ms, in_memory)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], store: str | None = None, retention_ms: int | None = None,
+               in_memory: bool = False) -> KTable:
+        return self.aggregate(lambda: _FIRST, lambda key, value, agg: value if agg is _FIRST else reducer(agg, value),
+                              store, self._grouped.value_serde, retention_ms, in_memory)
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  store: str | None = None, value_serde: Serde[Any] | None = None, retention_ms: int | None = None,
+                  in_memory: bool = False) -> KTable:
+        g, w = self._grouped, self.windows
+        b = g._stream._b
+        name = g._store(store)
+        values = value_serde or g.value_serde
+        retention = retention_ms if retention_ms is not None else w.default_retention_ms
+        if retention < w.size_ms + w.grace_ms:
+            raise TopologyError(name, f"retention ({retention} ms) must be at least window size plus grace "
+                                      f"({w.size_ms + w.grace_ms} ms)")
+        b.add_state_store(StoreDefinition(name, g.key_serde, values, window_size_ms=w.size_ms,
+                                          retention_ms=retention, in_memory=in_memory))
+        node = b._processor(g._input(name), "KSTREAM-AGGREGATE", Aggregate(name, initializer, aggregator, w), (name,))
+        return KTable(b, node, name, WindowedSerde(g.key_serde, w.size_ms), values)
+
+
+class KTable:
+    """A changelog stream: the latest value per key, kept in `store` (queryable)."""
+
+    def __init__(self, builder: StreamsBuilder, node: Node, store: str, key_serde: Serde[Any],
+                 value_serde: Serde[Any]) -> None:
+        self._b, self.node, self.store = builder, node, store
+        self.key_serde, self.value_serde = key_serde, value_serde
+
+    def to_stream(self, name: str | None = None) -> KStream:
+        """Every update of the table as a record (key, new value)."""
+        node = self._b._processor(self.node, "KTABLE-TOSTREAM", Passthrough(), name=name)
+        return KStream(self._b, node, self.key_serde, self.value_serde)

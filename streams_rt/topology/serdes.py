@@ -1,0 +1,147 @@
+"""Serdes: how keys and values become bytes on topics and in stores. The formats are Kafka's own
+(its StringSerializer, IntegerSerializer and LongSerializer are big-endian), so topics written here
+read the same from a Java client. Each serde also names the Arrow type its values take in output
+rows, so Spark sees typed columns where the serde is known."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class SerdeError(ValueError):
+    """Bytes that a serde cannot read, or a value it cannot write; says which serde and why."""
+
+
+class Serde(Generic[T]):
+    """serialize(value) -> bytes and deserialize(bytes) -> value; None passes through both (a
+    tombstone). `arrow_type` is the pyarrow type name of deserialized values ('binary' when none)."""
+
+    name = "serde"
+    arrow_type = "binary"
+
+    def serialize(self, value: T | None) -> bytes | None:
+        raise NotImplementedError
+
+    def deserialize(self, data: bytes | None) -> T | None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"Serdes.{self.name}()"
+
+
+class BytesSerde(Serde[bytes]):
+    name = "bytes"
+
+    def serialize(self, value: bytes | None) -> bytes | None:
+        if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
+            raise SerdeError(f"bytes serde: expected bytes, got {type(value).__name__}")
+        return None if value is None else bytes(value)
+
+    def deserialize(self, data: bytes | None) -> bytes | None:
+        return data
+
+
+class StringSerde(Serde[str]):
+    name = "string"
+    arrow_type = "string"
+
+    def serialize(self, value: str | None) -> bytes | None:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise SerdeError(f"string serde: expected str, got {type(value).__name__}")
+        return value.encode("utf-8")
+
+    def deserialize(self, data: bytes | None) -> str | None:
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise SerdeError(f"string serde: not UTF-8 at byte {e.start}") from None
+
+
+class _FixedIntSerde(Serde[int]):
+    width = 8
+
+    def serialize(self, value: int | None) -> bytes | None:
+        if value is None:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise SerdeError(f"{self.name} serde: expected int, got {type(value).__name__}")
+        try:
+            return value.to_bytes(self.width, "big", signed=True)
+        except OverflowError:
+            raise SerdeError(f"{self.name} serde: {value} does not fit in {self.width * 8} bits") from None
+
+    def deserialize(self, data: bytes | None) -> int | None:
+        if data is None:
+            return None
+        if len(data) != self.width:
+            raise SerdeError(f"{self.name} serde: expected {self.width} bytes, got {len(data)}")
+        return int.from_bytes(data, "big", signed=True)
+
+
+class IntegerSerde(_FixedIntSerde):
+    """Kafka's IntegerSerializer: 4 bytes, big-endian, two's complement."""
+
+    name = "int32"
+    arrow_type = "int32"
+    width = 4
+
+
+class LongSerde(_FixedIntSerde):
+    """Kafka's LongSerializer: 8 bytes, big-endian, two's complement."""
+
+    name = "int64"
+    arrow_type = "int64"
+    width = 8
+
+
+class JsonSerde(Serde[Any]):
+    """UTF-8 JSON, compact; values become binary columns in output rows (their shape is open)."""
+
+    name = "json"
+
+    def serialize(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        try:
+            return json.dumps(value, separators=(",", ":"), sort_keys=True).encode("utf-8")
+        except (TypeError, ValueError) as e:
+            raise SerdeError(f"json serde: {e}") from None
+
+    def deserialize(self, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        try:
+            return json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise SerdeError(f"json serde: {e}") from None
+
+
+class Serdes:
+    """The built-in serdes, by Kafka's names where it has them."""
+
+    @staticmethod
+    def bytes() -> Serde[bytes]:
+        return BytesSerde()
+
+    @staticmethod
+    def string() -> Serde[str]:
+        return StringSerde()
+
+    @staticmethod
+    def int32() -> Serde[int]:
+        return IntegerSerde()
+
+    @staticmethod
+    def int64() -> Serde[int]:
+        return LongSerde()
+
+    @staticmethod
+    def json() -> Serde[Any]:
+        return JsonSerde()
