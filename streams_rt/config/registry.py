@@ -59,6 +59,7 @@ BOOTSTRAP_SERVERS = ConfigKey(
 APPLICATION_SERVER = ConfigKey(
     "application.server", Nullable(HostPort(), blank_is_unset=True), None, _A,
     "host:port of this task host's interactive-query endpoint, sent to the group in its subscription",
+    differs_from_kafka="must be host:port when set; Kafka checks it only when the instance starts",
 )
 
 # ---- state --------------------------------------------------------------------------------------
@@ -66,7 +67,7 @@ STATE_DIR = ConfigKey(
     "state.dir", FilePath(), Computed(default_state_dir, "`$TMPDIR/streams-rt`"), _S,
     "root of `<state.dir>/<application.id>/<subtopology>_<partition>/`",
     read_by=(STATE_CONFIG,),
-    differs_from_kafka="Kafka's default is `$TMPDIR/kafka-streams`",
+    differs_from_kafka="Kafka's default is `$TMPDIR/kafka-streams`; an empty path is refused",
 )
 STATE_CLEANUP_DELAY_MS = ConfigKey(
     "state.cleanup.delay.ms", Duration(0), 600_000, _S,
@@ -123,7 +124,8 @@ DESERIALIZATION_EXCEPTION_HANDLER = ConfigKey(
     "deserialization.exception.handler", Choice(("fail", "log_and_continue")), "fail", _P,
     "a record that cannot be deserialized fails its task, or is logged (topic, partition, offset) and skipped",
     deprecated_names=("default.deserialization.exception.handler",),
-    differs_from_kafka="names Kafka's two built-in handlers (LogAndFail, LogAndContinue) instead of taking a class",
+    differs_from_kafka="takes `fail` or `log_and_continue` where Kafka takes a handler class (default "
+    "LogAndFailExceptionHandler; LogAndContinueExceptionHandler skips)",
 )
 
 # ---- assignment ---------------------------------------------------------------------------------

@@ -26,13 +26,14 @@ class JavaHarnessError(RuntimeError):
 
 
 class KafkaJava:
-    """A running ProtocolHarness; `call` sends one request and returns its decoded answer."""
+    """A running Java harness (ProtocolHarness unless told another source, whose class has the file's
+    name); `call` sends one request and returns its decoded answer."""
 
-    def __init__(self) -> None:
-        classpath = compile_java([JAVA_SOURCE], BUILD_DIR)
+    def __init__(self, source: Path = JAVA_SOURCE, build_dir: Path = BUILD_DIR) -> None:
+        classpath = compile_java([source], build_dir)
         self._stderr = tempfile.TemporaryFile(mode="w+")
         self._proc = subprocess.Popen(
-            [find_java(), "-Xss8m", "-cp", classpath, "ProtocolHarness"],
+            [find_java(), "-Xss8m", "-cp", classpath, source.stem],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

@@ -1,0 +1,97 @@
+// Answers what Kafka's own configuration code says about a key, for tests/config/test_kafka_compat.py.
+// One JSON request per line on stdin, one JSON answer per line on stdout.
+//   {"op": "describe", "name": ..., "where": "streams"|"consumer"|"broker"}
+//     -> {"known", "type", "required", "default" (ConfigDef's string form), "tmpdir"}
+//   {"op": "check", "name": ..., "where": ..., "value": "<string>"}
+//     -> {"accepted", "error"}: streams keys through the StreamsConfig constructor (ConfigDef plus its
+//        own checks), consumer and broker keys through their ConfigDef's parse and validator.
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.coordinator.group.GroupCoordinatorConfig;
+import org.apache.kafka.streams.StreamsConfig;
+
+public final class ConfigHarness {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    public static void main(final String[] args) throws Exception {
+        // Kafka's loggers may write to System.out; keep the real stdout for answers only.
+        final PrintStream answers = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
+        System.setOut(System.err);
+        final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            ObjectNode answer;
+            try {
+                answer = handle(JSON.readTree(line));
+                answer.put("ok", true);
+            } catch (final Exception e) {
+                answer = JSON.createObjectNode();
+                answer.put("ok", false);
+                answer.put("error", e.getClass().getName() + ": " + e.getMessage());
+            }
+            answers.println(JSON.writeValueAsString(answer));
+        }
+    }
+
+    private static ConfigDef definitions(final String where) {
+        switch (where) {
+            case "streams": return StreamsConfig.configDef();
+            case "consumer": return ConsumerConfig.configDef();
+            case "broker": return GroupCoordinatorConfig.CONFIG_DEF;
+            default: throw new IllegalArgumentException("unknown component " + where);
+        }
+    }
+
+    private static ObjectNode handle(final JsonNode req) {
+        final String name = req.get("name").asText();
+        final String where = req.get("where").asText();
+        final ConfigDef.ConfigKey key = definitions(where).configKeys().get(name);
+        final ObjectNode out = JSON.createObjectNode();
+        switch (req.get("op").asText()) {
+            case "describe":
+                out.put("known", key != null);
+                out.put("tmpdir", System.getProperty("java.io.tmpdir"));
+                if (key != null) {
+                    out.put("type", key.type.name());
+                    out.put("required", key.defaultValue == ConfigDef.NO_DEFAULT_VALUE);
+                    out.put("default", key.hasDefault() ? ConfigDef.convertToString(key.defaultValue, key.type) : null);
+                }
+                return out;
+            case "check":
+                final String value = req.get("value").asText();
+                try {
+                    if (where.equals("streams")) {
+                        final Map<String, Object> props = new HashMap<>();
+                        props.put(StreamsConfig.APPLICATION_ID_CONFIG, "app");
+                        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
+                        props.put(name, value);
+                        new StreamsConfig(props);
+                    } else {
+                        final Object parsed = ConfigDef.parseType(name, value, key.type);
+                        if (key.validator != null) {
+                            key.validator.ensureValid(name, parsed);
+                        }
+                    }
+                    out.put("accepted", true);
+                } catch (final RuntimeException e) {
+                    out.put("accepted", false);
+                    out.put("error", e.getClass().getSimpleName() + ": " + e.getMessage());
+                }
+                return out;
+            default:
+                throw new IllegalArgumentException("unknown op " + req.get("op"));
+        }
+    }
+}
