@@ -1,5 +1,5 @@
 // Answers what Kafka's own configuration code says about a key, for tests/config/test_kafka_compat.py.
-// One JSON request per line on stdin, one JSON answer per line on stdout.
+// One JSON request per line on stdin, one JSON answer per line on stdout (JsonLines).
 //   {"op": "describe", "name": ..., "where": "streams"|"consumer"|"broker"}
 //     -> {"known", "type", "required", "default" (ConfigDef's string form), "tmpdir"}
 //   {"op": "check", "name": ..., "where": ..., "value": "<string>"}
@@ -9,12 +9,6 @@
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.BufferedReader;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -23,26 +17,10 @@ import org.apache.kafka.coordinator.group.GroupCoordinatorConfig;
 import org.apache.kafka.streams.StreamsConfig;
 
 public final class ConfigHarness {
-    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final ObjectMapper JSON = JsonLines.JSON;
 
     public static void main(final String[] args) throws Exception {
-        // Kafka's loggers may write to System.out; keep the real stdout for answers only.
-        final PrintStream answers = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
-        System.setOut(System.err);
-        final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            ObjectNode answer;
-            try {
-                answer = handle(JSON.readTree(line));
-                answer.put("ok", true);
-            } catch (final Exception e) {
-                answer = JSON.createObjectNode();
-                answer.put("ok", false);
-                answer.put("error", e.getClass().getName() + ": " + e.getMessage());
-            }
-            answers.println(JSON.writeValueAsString(answer));
-        }
+        JsonLines.serve(ConfigHarness::handle);
     }
 
     private static ConfigDef definitions(final String where) {
