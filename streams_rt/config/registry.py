@@ -76,7 +76,7 @@ STATE_CLEANUP_DELAY_MS = ConfigKey(
     differs_from_kafka="must be >= 0; Kafka does not check",
 )
 ROCKSDB_CONFIG_SETTER = ConfigKey(
-    "rocksdb.config.setter", Nullable(ObjectReference()), None, _S,
+    "rocksdb.config.setter", Nullable(ObjectReference("set_config")), None, _S,
     "an object (or `module:attr` naming one) whose `set_config(store, options, configs)` tunes each RocksDB store",
     read_by=(STATE_CONFIG,),
     differs_from_kafka="a Python object or `module:attr` where Kafka takes a Java class",

@@ -95,33 +95,8 @@ def resolve(props: Mapping[str, object]) -> StreamsConfig:
     missing required keys, rules between keys."""
     originals = MappingProxyType(dict(props))
     errors: list[ConfigError] = []
-    raw: dict[str, tuple[str, object]] = {}  # registered name -> (the name it was given under, value)
-    prefixed: dict[str, dict[str, object]] = {prefix.prefix: {} for prefix in PREFIXES}
-    for name, value in originals.items():
-        if not isinstance(name, str):
-            errors.append(ConfigError(str(name), value, f"configuration keys must be strings, got {name!r}"))
-        elif name in BY_NAME or name in BY_DEPRECATED_NAME:
-            key = BY_NAME.get(name) or BY_DEPRECATED_NAME[name]
-            if key.name in raw and raw[key.name][1] != value:
-                other = raw[key.name][0]
-                errors.append(ConfigError(name, value, f"{name} and {other} name the same key; set only {key.name}"))
-            raw[key.name] = (name, value)
-        elif (prefix := _prefix_of(name)) is not None:
-            prefixed[prefix.prefix][name.removeprefix(prefix.prefix)] = value
-        else:
-            errors.append(ConfigError(name, value, _unknown(name)))
-    values: dict[str, object] = {}
-    for key in KEYS:
-        if key.name in raw:
-            given_as, value = raw[key.name]
-            try:
-                values[key.name] = key.parse(value)
-            except Invalid as invalid:
-                errors.append(ConfigError(given_as, value, _one_line(f"{given_as} {invalid.phrase}, got {invalid.shown!r}")))
-        elif isinstance(key.default, Required):
-            errors.append(ConfigError(key.name, None, f"{key.name} is required"))
-        else:
-            values[key.name] = key.default_value()
+    registered, prefixed = _sort(originals, errors)
+    values = _parse(registered, errors)
     errors.extend(_broken_rules(values))
     client_tags = _client_tags(prefixed[CLIENT_TAG_PREFIX.prefix], errors)
     if len(errors) == 1:
@@ -131,12 +106,53 @@ def resolve(props: Mapping[str, object]) -> StreamsConfig:
     return StreamsConfig(
         values=MappingProxyType(values),
         originals=originals,
-        given=frozenset(raw),
+        given=frozenset(registered),
         client_tags=MappingProxyType(client_tags),
         passed_through=MappingProxyType({
             prefix.prefix: MappingProxyType(prefixed[prefix.prefix]) for prefix in PREFIXES if prefix.passes_through
         }),
     )
+
+
+def _sort(
+    originals: Mapping[str, object], errors: list[ConfigError]
+) -> tuple[dict[str, tuple[str, object]], dict[str, dict[str, object]]]:
+    """Registered keys (name -> the name given, a deprecated one maybe, and the value) and prefixed
+    entries (prefix -> {rest of the key: value}); unknown keys become errors."""
+    registered: dict[str, tuple[str, object]] = {}
+    prefixed: dict[str, dict[str, object]] = {prefix.prefix: {} for prefix in PREFIXES}
+    for name, value in originals.items():
+        if not isinstance(name, str):
+            errors.append(ConfigError(str(name), value, f"configuration keys must be strings, got {name!r}"))
+        elif name in BY_NAME or name in BY_DEPRECATED_NAME:
+            key = BY_NAME.get(name) or BY_DEPRECATED_NAME[name]
+            if key.name in registered and registered[key.name][1] != value:
+                other = registered[key.name][0]
+                errors.append(ConfigError(name, value, f"{name} and {other} name the same key; set only {key.name}"))
+            registered[key.name] = (name, value)
+        elif (prefix := _prefix_of(name)) is not None:
+            prefixed[prefix.prefix][name.removeprefix(prefix.prefix)] = value
+        else:
+            errors.append(ConfigError(name, value, _unknown(name)))
+    return registered, prefixed
+
+
+def _parse(registered: Mapping[str, tuple[str, object]], errors: list[ConfigError]) -> dict[str, object]:
+    """Every registered key's value: parsed when given, its default otherwise (an error if required)."""
+    values: dict[str, object] = {}
+    for key in KEYS:
+        if key.name in registered:
+            given_as, value = registered[key.name]
+            try:
+                values[key.name] = key.parse(value)
+            except Invalid as invalid:
+                reason = f"{given_as} {invalid.phrase}, got {invalid.shown!r}"
+                errors.append(ConfigError(given_as, value, _one_line(reason)))
+        elif isinstance(key.default, Required):
+            errors.append(ConfigError(key.name, None, f"{key.name} is required"))
+        else:
+            values[key.name] = key.default_value()
+    return values
 
 
 def _prefix_of(name: str) -> ConfigPrefix | None:

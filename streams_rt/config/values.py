@@ -62,13 +62,14 @@ class Integer(ValueType[int]):
         self, minimum: int | None = None, maximum: int | None = None, *, bits: int = 32, also: tuple[int, ...] = ()
     ) -> None:
         self.name = "int" if bits == 32 else "long"
+        self.noun = f"a whole number ({self.name})"
         self.lowest, self.highest = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
         self.minimum, self.maximum, self.also = minimum, maximum, also
 
     def parse(self, raw: object) -> int:
         value = self._number(raw)
         if not self.lowest <= value <= self.highest:
-            raise Invalid(f"must be a {self.name} ({self.lowest} to {self.highest})", value)
+            raise Invalid(f"must be from {self.lowest} to {self.highest}", value)
         if value in self.also:
             return value
         if self.minimum is not None and value < self.minimum:
@@ -82,7 +83,7 @@ class Integer(ValueType[int]):
             return raw
         if isinstance(raw, str) and _DECIMAL.fullmatch(raw.strip()):
             return int(raw.strip())
-        raise Invalid(f"must be a whole number ({self.name})", raw)
+        raise Invalid(f"must be {self.noun}", raw)
 
     def _bounds_phrase(self) -> str:
         if self.minimum is not None and self.maximum is not None:
@@ -105,13 +106,13 @@ class Duration(Integer):
 
     def __init__(self, minimum: int | None = 0, maximum: int | None = None, *, bits: int = 64) -> None:
         super().__init__(minimum, maximum, bits=bits)
-        self.name = "duration (ms)"
+        self.name, self.noun = "duration (ms)", "a whole number of milliseconds"
 
     def _number(self, raw: object) -> int:
         if isinstance(raw, datetime.timedelta):
             milliseconds, rest = divmod(raw, datetime.timedelta(milliseconds=1))
             if rest:
-                raise Invalid("must be a whole number of milliseconds", raw)
+                raise Invalid(f"must be {self.noun}", raw)
             return milliseconds
         return super()._number(raw)
 
@@ -215,6 +216,9 @@ class ListOf(ValueType[tuple[str, ...]]):
 class FilePath(ValueType[Path]):
     name = "path"
 
+    def describe(self) -> str:
+        return "non-empty"
+
     def parse(self, raw: object) -> Path:
         if isinstance(raw, os.PathLike):
             raw = os.fspath(raw)
@@ -226,13 +230,21 @@ class FilePath(ValueType[Path]):
 
 class ObjectReference(ValueType[object]):
     """Kafka's CLASS: here a Python object, or `"module:attr"` naming one, imported when read (as
-    Kafka loads the class when it parses the config), so a typo fails at start-up, not at first use."""
+    Kafka loads the class when it parses the config), so a typo fails at start-up, not at first use.
+    `needs` names the method the object (or class) must have."""
 
     name = "object or module:attr"
 
+    def __init__(self, needs: str) -> None:
+        self.needs = needs
+
     def parse(self, raw: object) -> object:
-        if not isinstance(raw, str):
-            return raw
+        found = self._import(raw) if isinstance(raw, str) else raw
+        if not callable(getattr(found, self.needs, None)):
+            raise Invalid(f"must have a {self.needs} method", raw)
+        return found
+
+    def _import(self, raw: str) -> object:
         reference = raw.strip()
         module_name, _, attribute = reference.partition(":")
         if not module_name or not attribute:
@@ -245,6 +257,9 @@ class ObjectReference(ValueType[object]):
             detail = " ".join(f"{type(error).__name__}: {error}".split())
             raise Invalid(f"must name an importable object ({detail})", raw) from None
         return found
+
+    def describe(self) -> str:
+        return f"has a `{self.needs}` method"
 
     def render(self, value: object) -> str:
         module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)

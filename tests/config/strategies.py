@@ -25,8 +25,22 @@ from streams_rt.config.values import (
     ValueType,
 )
 
-IMPORTABLE = ("json:dumps", "collections:OrderedDict", "os.path:join", "collections:abc.Mapping")
-UNIMPORTABLE = ("json", "json:", ":dumps", "json:no_such_name", "no_such_module_xyz:thing", "json:dumps.nope")
+
+
+class Setter:
+    """An object a `module:attr` reference can name: a RocksDB config setter that changes nothing."""
+
+    def set_config(self, store_name: str, options: object, configs: object) -> None:
+        """Leaves the options as they are."""
+
+    class Nested:
+        def set_config(self, store_name: str, options: object, configs: object) -> None:
+            """Leaves the options as they are."""
+
+
+IMPORTABLE = ("tests.config.strategies:Setter", "tests.config.strategies:Setter.Nested")
+UNIMPORTABLE = ("json", "json:", ":dumps", "json:no_such_name", "no_such_module_xyz:thing", "json:dumps.nope",
+                "json:dumps", "tests.config.strategies:Setter.set_config")
 
 _hosts = st.sampled_from(["localhost", "127.0.0.1", "broker-1.example.com", "[::1]", "PLAINTEXT://kafka"])
 _words = st.text(st.characters(codec="utf-8"), min_size=1, max_size=20)
@@ -113,7 +127,7 @@ def invalid(value_type: ValueType[Any]) -> st.SearchStrategy[object]:
     if isinstance(value_type, FilePath):
         return st.sampled_from(["", "   ", 3, None, b"/tmp"])
     if isinstance(value_type, ObjectReference):
-        return st.sampled_from(UNIMPORTABLE)
+        return st.sampled_from(UNIMPORTABLE) | st.sampled_from([5, "", object()])
     raise NotImplementedError(f"no strategy for {type(value_type).__name__}")
 
 

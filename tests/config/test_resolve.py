@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime
 import difflib
-import json
 from pathlib import Path
 from typing import Any, cast
 
@@ -35,7 +34,7 @@ from streams_rt.config.registry import (
     default_state_dir,
 )
 from streams_rt.protocol import ACCEPTED_UPGRADE_FROM, UpgradeFromError, parse_upgrade_from
-from tests.config.strategies import companions, invalid, valid
+from tests.config.strategies import Setter, companions, invalid, valid
 
 BASE: dict[str, object] = {"application.id": "app", "bootstrap.servers": "localhost:9092"}
 KEY_IDS = [key.name for key in KEYS]
@@ -121,10 +120,12 @@ def test_numbers_and_durations_parse_from_strings_and_timedeltas() -> None:
 
 
 def test_object_references_are_imported_when_read() -> None:
-    config = resolve({**BASE, "rocksdb.config.setter": "json:dumps"})
-    assert config.get("rocksdb.config.setter") is json.dumps
-    marker = object()
-    assert resolve({**BASE, "rocksdb.config.setter": marker}).get("rocksdb.config.setter") is marker
+    config = resolve({**BASE, "rocksdb.config.setter": "tests.config.strategies:Setter"})
+    assert config.get("rocksdb.config.setter") is Setter
+    setter = Setter()
+    assert resolve({**BASE, "rocksdb.config.setter": setter}).get("rocksdb.config.setter") is setter
+    error = single_error({**BASE, "rocksdb.config.setter": "json:dumps"})
+    assert str(error) == "rocksdb.config.setter must have a set_config method, got 'json:dumps'"
 
 
 # ---- invalid values -----------------------------------------------------------------------------
