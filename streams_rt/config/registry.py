@@ -98,13 +98,14 @@ ROCKSDB_BLOCK_CACHE_BYTES = ConfigKey(
     origin=Origin.OURS,
 )
 ROCKSDB_WRITE_BUFFER_BYTES = ConfigKey(
-    "rocksdb.write.buffer.bytes", Integer(64 << 10, bits=64), 16 << 20, _S,
-    "size of one RocksDB memtable (RocksDB raises anything below 64 KiB)",
+    "rocksdb.write.buffer.bytes", Integer(64 << 10, 64 << 30, bits=64), 16 << 20, _S,
+    "size of one RocksDB memtable (the bounds are RocksDB's, which it would otherwise clip to silently)",
     origin=Origin.OURS,
 )
 ROCKSDB_MAX_WRITE_BUFFERS = ConfigKey(
     "rocksdb.max.write.buffers", Integer(2), 3, _S,
-    "memtables a store holds at once: a store uses about block cache + this x write buffer bytes",
+    "memtables a store holds at once (RocksDB's minimum is 2): a store uses about block cache + this x write "
+    "buffer bytes",
     origin=Origin.OURS,
 )
 
