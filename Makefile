@@ -7,7 +7,7 @@ KAFKA_LIBS := jvm/target/kafka-libs
 JARS_STAMP := $(KAFKA_LIBS)/.resolved
 PYTEST_ARGS ?=
 
-.PHONY: demo test venv jars clean
+.PHONY: demo test venv jars docs clean
 
 venv: $(VENV_STAMP)
 
@@ -32,6 +32,11 @@ test: venv jars
 
 demo: venv jars
 	$(VENV_PY) examples/broker_smoke.py
+
+# docs/configuration.md is generated from streams_rt/config/registry.py; tests/config/test_docs.py fails when stale.
+docs: venv
+	$(VENV_PY) -m streams_rt.config --markdown > docs/configuration.md.tmp
+	mv docs/configuration.md.tmp docs/configuration.md
 
 # A detached broker (`streams-rt dev-broker start`) would keep running on a deleted directory: stop it
 # first (a missing venv or broker is fine; stop says "was not running"). If stop fails (an unreadable

@@ -16,6 +16,7 @@ from streams_rt.kafka.jvm import REPO_ROOT, compile_java, find_java
 from streams_rt.protocol import AssignmentInfo, SubscriptionInfo, TaskId
 
 JAVA_SOURCE = Path(__file__).with_name("java") / "ProtocolHarness.java"
+JSON_LINES = REPO_ROOT / "tests" / "java" / "JsonLines.java"  # the request loop every harness shares
 BUILD_DIR = REPO_ROOT / "build" / "protocol-harness"
 # Hypothesis settings of the compatibility tests: every example is a JVM round trip, so few and no deadline.
 COMPAT = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -26,13 +27,14 @@ class JavaHarnessError(RuntimeError):
 
 
 class KafkaJava:
-    """A running ProtocolHarness; `call` sends one request and returns its decoded answer."""
+    """A running Java harness (ProtocolHarness unless told another source, whose class has the file's
+    name); `call` sends one request and returns its decoded answer."""
 
-    def __init__(self) -> None:
-        classpath = compile_java([JAVA_SOURCE], BUILD_DIR)
+    def __init__(self, source: Path = JAVA_SOURCE, build_dir: Path = BUILD_DIR) -> None:
+        classpath = compile_java([source, JSON_LINES], build_dir)
         self._stderr = tempfile.TemporaryFile(mode="w+")
         self._proc = subprocess.Popen(
-            [find_java(), "-Xss8m", "-cp", classpath, "ProtocolHarness"],
+            [find_java(), "-Xss8m", "-cp", classpath, source.stem],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

@@ -1,21 +1,13 @@
 // Runs Kafka Streams' own SubscriptionInfo and AssignmentInfo for the compatibility tests and the
-// benchmark. One JSON request per line on stdin, one JSON answer per line on stdout; bytes travel as hex.
+// benchmark. One JSON request per line on stdin, one JSON answer per line on stdout (JsonLines); bytes travel as hex.
 // Collections are built as LinkedHashMap/LinkedHashSet so that Kafka iterates them in the order given.
 
-import com.fasterxml.jackson.core.json.JsonWriteFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.BufferedReader;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
 import java.lang.reflect.Field;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
@@ -34,27 +26,11 @@ import org.apache.kafka.streams.processor.internals.assignment.StreamsAssignment
 import org.apache.kafka.streams.state.HostInfo;
 
 public final class ProtocolHarness {
-    private static final ObjectMapper JSON = JsonMapper.builder().enable(JsonWriteFeature.ESCAPE_NON_ASCII).build();
+    private static final ObjectMapper JSON = JsonLines.JSON;
     private static final HexFormat HEX = HexFormat.of();
 
     public static void main(final String[] args) throws Exception {
-        // Kafka's loggers may write to System.out; keep the real stdout for answers only.
-        final PrintStream answers = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
-        System.setOut(System.err);
-        final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            ObjectNode answer;
-            try {
-                answer = handle(JSON.readTree(line));
-                answer.put("ok", true);
-            } catch (final Exception e) {
-                answer = JSON.createObjectNode();
-                answer.put("ok", false);
-                answer.put("error", e.getClass().getName() + ": " + e.getMessage());
-            }
-            answers.println(JSON.writeValueAsString(answer));
-        }
+        JsonLines.serve(ProtocolHarness::handle);
     }
 
     private static ObjectNode handle(final JsonNode req) throws Exception {

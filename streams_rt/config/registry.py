@@ -1,0 +1,281 @@
+"""Every configuration key streams_rt reads, defined once: Kafka Streams' name where Kafka has the
+concept, with Kafka's default and validation unless `differs_from_kafka` says why not.
+
+`read_by` names the code that reads a key today; a key with none is registered for work that is
+coming (the task host, the Spark source, interactive queries) so that its name and default are fixed
+before that code is written."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from streams_rt.config.keys import REQUIRED, Computed, ConfigKey, ConfigPrefix, Group, LessThan, Origin
+from streams_rt.config.values import (
+    Choice,
+    Duration,
+    FilePath,
+    HostPort,
+    Integer,
+    ListOf,
+    Nullable,
+    ObjectReference,
+    Text,
+)
+from streams_rt.protocol import ACCEPTED_UPGRADE_FROM
+
+STATE_CONFIG = "StateConfig.from_properties"
+ASSIGNMENT_CONFIGS = "AssignmentConfigs.from_properties"
+COORDINATOR_CONFIG = "CoordinatorConfig.from_properties"
+START_COORDINATOR = "start_coordinator"
+MEMBER_CONFIG = "MemberConfig"
+
+AT_LEAST_ONCE = "at_least_once"
+EXACTLY_ONCE_V2 = "exactly_once_v2"
+
+_A, _S, _P = Group.APPLICATION, Group.STATE, Group.PROCESSING
+_AS, _M, _C = Group.ASSIGNMENT, Group.MEMBERSHIP, Group.COORDINATOR
+
+
+def default_state_dir() -> Path:
+    """Kafka's default is `${java.io.tmpdir}/kafka-streams`; ours sits next to it."""
+    return Path(tempfile.gettempdir()) / "streams-rt"
+
+
+# ---- application --------------------------------------------------------------------------------
+APPLICATION_ID = ConfigKey(
+    "application.id", Text(r"[^/]+", "a non-empty name without '/'"), REQUIRED, _A,
+    "names the group, the state directory and the internal topics",
+    read_by=(STATE_CONFIG, COORDINATOR_CONFIG, f"{MEMBER_CONFIG}.application_id"),
+    differs_from_kafka="refuses '/' (it names a directory); Kafka does not check it",
+)
+BOOTSTRAP_SERVERS = ConfigKey(
+    "bootstrap.servers", ListOf(HostPort(), min_items=1), REQUIRED, _A,
+    "the Kafka cluster: comma-separated host:port pairs",
+    read_by=(STATE_CONFIG,),
+    differs_from_kafka="addresses are checked when the config is read; Kafka checks them when a client starts",
+)
+APPLICATION_SERVER = ConfigKey(
+    "application.server", Nullable(HostPort(), blank_is_unset=True), None, _A,
+    "host:port of this task host's interactive-query endpoint, sent to the group in its subscription",
+    differs_from_kafka="must be host:port when set; Kafka checks it only when the instance starts",
+)
+
+# ---- state --------------------------------------------------------------------------------------
+STATE_DIR = ConfigKey(
+    "state.dir", FilePath(), Computed(default_state_dir, "`$TMPDIR/streams-rt`"), _S,
+    "root of `<state.dir>/<application.id>/<subtopology>_<partition>/`",
+    read_by=(STATE_CONFIG,),
+    differs_from_kafka="Kafka's default is `$TMPDIR/kafka-streams`; an empty path is refused",
+)
+STATE_CLEANUP_DELAY_MS = ConfigKey(
+    "state.cleanup.delay.ms", Duration(0), 600_000, _S,
+    "how long the directory of a task this host no longer owns is kept",
+    read_by=(STATE_CONFIG,),
+    differs_from_kafka="must be >= 0; Kafka does not check",
+)
+ROCKSDB_CONFIG_SETTER = ConfigKey(
+    "rocksdb.config.setter", Nullable(ObjectReference("set_config")), None, _S,
+    "an object (or `module:attr` naming one) whose `set_config(store, options, configs)` tunes each RocksDB store",
+    read_by=(STATE_CONFIG,),
+    differs_from_kafka="a Python object or `module:attr` where Kafka takes a Java class",
+)
+REPLICATION_FACTOR = ConfigKey(
+    "replication.factor", Integer(1, also=(-1,)), 1, _S,
+    "replicas of the changelog topics streams_rt creates (-1: the broker's `default.replication.factor`)",
+    read_by=(STATE_CONFIG,),
+    differs_from_kafka="Kafka's default is -1 (the broker's); ours is 1, which also suits a single-node broker; "
+    "other values below 1 are refused",
+)
+STATESTORE_CACHE_MAX_BYTES = ConfigKey(
+    "statestore.cache.max.bytes", Integer(0, bits=64), 10_485_760, _S,
+    "bytes of record cache shared by all the stores of one task host",
+)
+ROCKSDB_BLOCK_CACHE_BYTES = ConfigKey(
+    "rocksdb.block.cache.bytes", Integer(0, bits=64), 16 << 20, _S,
+    "block cache of each RocksDB store (Kafka Streams fixes 50 MB and leaves changes to `rocksdb.config.setter`)",
+    origin=Origin.OURS,
+)
+ROCKSDB_WRITE_BUFFER_BYTES = ConfigKey(
+    "rocksdb.write.buffer.bytes", Integer(64 << 10, 64 << 30, bits=64), 16 << 20, _S,
+    "size of one RocksDB memtable (the bounds are RocksDB's, which it would otherwise clip to silently)",
+    origin=Origin.OURS,
+)
+ROCKSDB_MAX_WRITE_BUFFERS = ConfigKey(
+    "rocksdb.max.write.buffers", Integer(2), 3, _S,
+    "memtables a store holds at once (RocksDB's minimum is 2): a store uses about block cache + this x write "
+    "buffer bytes",
+    origin=Origin.OURS,
+)
+
+# ---- processing ---------------------------------------------------------------------------------
+PROCESSING_GUARANTEE = ConfigKey(
+    "processing.guarantee", Choice((AT_LEAST_ONCE, EXACTLY_ONCE_V2)), AT_LEAST_ONCE, _P,
+    "`exactly_once_v2`: transactional changelog writes and read_committed restore",
+    read_by=(STATE_CONFIG,),
+)
+COMMIT_INTERVAL_MS = ConfigKey(
+    "commit.interval.ms", Duration(0), 30_000, _P,
+    "how often standby tasks checkpoint",
+    read_by=(STATE_CONFIG,),
+    differs_from_kafka="Kafka lowers the default to 100 under `exactly_once_v2`; ours stays 30000",
+)
+DESERIALIZATION_EXCEPTION_HANDLER = ConfigKey(
+    "deserialization.exception.handler", Choice(("fail", "log_and_continue")), "fail", _P,
+    "a record that cannot be deserialized fails its task, or is logged (topic, partition, offset) and skipped",
+    deprecated_names=("default.deserialization.exception.handler",),
+    differs_from_kafka="takes `fail` or `log_and_continue` where Kafka takes a handler class (default "
+    "LogAndFailExceptionHandler; LogAndContinueExceptionHandler skips)",
+)
+
+# ---- assignment ---------------------------------------------------------------------------------
+NUM_STANDBY_REPLICAS = ConfigKey(
+    "num.standby.replicas", Integer(0), 0, _AS,
+    "standby replicas per stateful task, on distinct hosts",
+    read_by=(ASSIGNMENT_CONFIGS,),
+    differs_from_kafka="must be >= 0; Kafka does not check",
+)
+ACCEPTABLE_RECOVERY_LAG = ConfigKey(
+    "acceptable.recovery.lag", Integer(0, bits=64), 10_000, _AS,
+    "a host within this many records of the changelog end is caught up and may take the active task",
+    read_by=(ASSIGNMENT_CONFIGS,),
+)
+MAX_WARMUP_REPLICAS = ConfigKey(
+    "max.warmup.replicas", Integer(1), 2, _AS,
+    "warm-up replicas in flight at once, group-wide",
+    read_by=(ASSIGNMENT_CONFIGS,),
+)
+PROBING_REBALANCE_INTERVAL_MS = ConfigKey(
+    "probing.rebalance.interval.ms", Duration(60_000), 600_000, _AS,
+    "when a probing rebalance checks on warm-ups",
+    read_by=(ASSIGNMENT_CONFIGS,),
+)
+RACK_AWARE_ASSIGNMENT_TAGS = ConfigKey(
+    "rack.aware.assignment.tags", ListOf(Text(r"[^,]+", "non-empty, without ','"), max_items=5), (), _AS,
+    "client tag keys (`client.tag.<key>`) that standbys are spread across",
+    read_by=(ASSIGNMENT_CONFIGS,),
+    differs_from_kafka="Kafka also requires each tag to be set as `client.tag.<key>` in the same config; the "
+    "coordinator reads this on the driver while the tags are each host's, so ours does not",
+)
+
+# ---- group membership (the member on each task host) -----------------------------------------------
+GROUP_INSTANCE_ID = ConfigKey(
+    "group.instance.id",
+    Nullable(Text(r"[A-Za-z0-9._-]+", "ASCII letters, digits, '.', '_' and '-'", max_length=249)), None, _M,
+    "static membership: a host that rejoins within the session timeout keeps its tasks without a rebalance",
+    origin=Origin.CONSUMER, read_by=(f"{MEMBER_CONFIG}.group_instance_id",),
+    differs_from_kafka="the characters are checked when the config is read; Kafka checks them when the consumer starts",
+)
+SESSION_TIMEOUT_MS = ConfigKey(
+    "session.timeout.ms", Duration(1, bits=32), 45_000, _M,
+    "a host silent this long leaves the group",
+    origin=Origin.CONSUMER, read_by=(f"{MEMBER_CONFIG}.session_timeout_ms",),
+    differs_from_kafka="must be >= 1; Kafka leaves the bounds to the broker",
+)
+HEARTBEAT_INTERVAL_MS = ConfigKey(
+    "heartbeat.interval.ms", Duration(1, bits=32), 3_000, _M,
+    "heartbeat period; rebalances are announced on the heartbeat",
+    origin=Origin.CONSUMER, read_by=(f"{MEMBER_CONFIG}.heartbeat_interval_ms",),
+    differs_from_kafka="must be >= 1; Kafka checks only that it is below the session timeout, when the consumer starts",
+)
+MAX_POLL_INTERVAL_MS = ConfigKey(
+    "max.poll.interval.ms", Duration(1, bits=32), 300_000, _M,
+    "the rebalance timeout: members that do not rejoin in time are removed",
+    origin=Origin.CONSUMER, read_by=(f"{MEMBER_CONFIG}.max_poll_interval_ms",),
+)
+NUM_STREAM_THREADS = ConfigKey(
+    "num.stream.threads", Integer(1), 1, _M,
+    "the host's capacity, which the assignor balances by",
+    read_by=(f"{MEMBER_CONFIG}.num_stream_threads",),
+    differs_from_kafka="must be >= 1; Kafka allows 0 for an instance that only runs global tables",
+)
+UPGRADE_FROM = ConfigKey(
+    "upgrade.from", Nullable(Choice(ACCEPTED_UPGRADE_FROM)), None, _M,
+    "the release a rolling upgrade starts from: keep its metadata version (and EAGER) until the second bounce",
+    read_by=(START_COORDINATOR, f"{MEMBER_CONFIG}.upgrade_from"),
+    differs_from_kafka="the releases streams_rt's protocol knows; Kafka 4.1 also accepts 4.0",
+)
+
+# ---- coordinator (on the Spark driver) --------------------------------------------------------------
+COORDINATOR_HOST = ConfigKey(
+    "coordinator.host", Text(r"\S+", "a host name or address"), "127.0.0.1", _C,
+    "address the coordinator binds (set a reachable one on a cluster)",
+    origin=Origin.OURS, read_by=(COORDINATOR_CONFIG,),
+)
+COORDINATOR_PORT = ConfigKey(
+    "coordinator.port", Integer(0, 65535), 0, _C,
+    "port the coordinator binds; 0 picks a free one",
+    origin=Origin.OURS, read_by=(COORDINATOR_CONFIG,),
+)
+GROUP_INITIAL_REBALANCE_DELAY_MS = ConfigKey(
+    "group.initial.rebalance.delay.ms", Duration(0, bits=32), 0, _C,
+    "wait this long for more members before the first round",
+    origin=Origin.BROKER, read_by=(COORDINATOR_CONFIG,),
+    differs_from_kafka="the broker's default is 3000; ours is 0, as restored members hold the first round open "
+    "until they rejoin",
+)
+SCHEDULED_REBALANCE_MAX_DELAY_MS = ConfigKey(
+    "scheduled.rebalance.max.delay.ms", Duration(0, bits=32), 0, _C,
+    "how long a departed host's tasks without a caught-up standby wait for it (0: not at all)",
+    origin=Origin.CONNECT, read_by=(START_COORDINATOR,),
+    differs_from_kafka="Kafka Connect's default is 300000; ours is 0 (off)",
+)
+
+# ---- the Spark source ---------------------------------------------------------------------------
+MAX_RECORDS_PER_TASK_PER_BATCH = ConfigKey(
+    "max.records.per.task.per.batch", Integer(1, bits=64), 100_000, Group.SPARK_SOURCE,
+    "most input records one task reads in one micro-batch (Spark's read limit); large enough to amortise a "
+    "micro-batch's fixed cost, small enough that a batch after downtime stays seconds long",
+    origin=Origin.OURS,
+)
+LOCAL_TASK_HOSTS = ConfigKey(
+    "local.task.hosts", Integer(1), 2, Group.SPARK_SOURCE,
+    "task host processes in local mode (`local[N]`), so standbys have a second host; a cluster runs one "
+    "per executor",
+    origin=Origin.OURS,
+)
+
+# ---- security -----------------------------------------------------------------------------------
+SECURITY_PROTOCOL = ConfigKey(
+    "security.protocol", Choice(("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), ignore_case=True), "PLAINTEXT",
+    Group.SECURITY, "how every Kafka client talks to the brokers",
+)
+
+KEYS: tuple[ConfigKey[Any], ...] = (
+    APPLICATION_ID, BOOTSTRAP_SERVERS, APPLICATION_SERVER,
+    STATE_DIR, STATE_CLEANUP_DELAY_MS, ROCKSDB_CONFIG_SETTER, REPLICATION_FACTOR, STATESTORE_CACHE_MAX_BYTES,
+    ROCKSDB_BLOCK_CACHE_BYTES, ROCKSDB_WRITE_BUFFER_BYTES, ROCKSDB_MAX_WRITE_BUFFERS,
+    PROCESSING_GUARANTEE, COMMIT_INTERVAL_MS, DESERIALIZATION_EXCEPTION_HANDLER,
+    NUM_STANDBY_REPLICAS, ACCEPTABLE_RECOVERY_LAG, MAX_WARMUP_REPLICAS, PROBING_REBALANCE_INTERVAL_MS,
+    RACK_AWARE_ASSIGNMENT_TAGS,
+    GROUP_INSTANCE_ID, SESSION_TIMEOUT_MS, HEARTBEAT_INTERVAL_MS, MAX_POLL_INTERVAL_MS, NUM_STREAM_THREADS,
+    UPGRADE_FROM,
+    COORDINATOR_HOST, COORDINATOR_PORT, GROUP_INITIAL_REBALANCE_DELAY_MS, SCHEDULED_REBALANCE_MAX_DELAY_MS,
+    MAX_RECORDS_PER_TASK_PER_BATCH, LOCAL_TASK_HOSTS,
+    SECURITY_PROTOCOL,
+)
+
+CLIENT_TAG_PREFIX = ConfigPrefix(
+    "client.tag.", _M,
+    "`client.tag.<key>=<value>`: this host's tags (rack, zone), sent in its subscription",
+    suffix=Text(max_length=20), value=Text(r".*", "any string", max_length=30),
+    max_entries=5,
+)
+_CLIENT = "passed as given to"
+PREFIXES: tuple[ConfigPrefix, ...] = (
+    CLIENT_TAG_PREFIX,
+    ConfigPrefix("consumer.", Group.CLIENTS, f"{_CLIENT} every consumer, prefix removed"),
+    ConfigPrefix("main.consumer.", Group.CLIENTS, f"{_CLIENT} the consumers of active tasks; wins over `consumer.`"),
+    ConfigPrefix("restore.consumer.", Group.CLIENTS, f"{_CLIENT} restore and standby consumers; wins over `consumer.`"),
+    ConfigPrefix("producer.", Group.CLIENTS, f"{_CLIENT} every producer (changelogs), prefix removed"),
+    ConfigPrefix("admin.", Group.CLIENTS, f"{_CLIENT} admin clients (topic creation), prefix removed"),
+    ConfigPrefix("ssl.", Group.SECURITY, f"{_CLIENT} every Kafka client, prefix kept (librdkafka names: `ssl.ca.location`)"),
+    ConfigPrefix("sasl.", Group.SECURITY, f"{_CLIENT} every Kafka client, prefix kept (librdkafka names: `sasl.mechanisms`)"),
+    ConfigPrefix("spark.", Group.SPARK_SOURCE, "Spark's own settings: left to Spark, not checked here", origin=Origin.SPARK),
+)
+
+RULES: tuple[LessThan, ...] = (LessThan(HEARTBEAT_INTERVAL_MS.name, SESSION_TIMEOUT_MS.name),)
+
+BY_NAME: dict[str, ConfigKey[Any]] = {key.name: key for key in KEYS}
+BY_DEPRECATED_NAME: dict[str, ConfigKey[Any]] = {old: key for key in KEYS for old in key.deprecated_names}
