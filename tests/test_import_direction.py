@@ -24,14 +24,15 @@ ALLOWED: dict[str, set[str]] = {
     "protocol": set(),
     "assignment": {"protocol"},
     "rpc": {"protocol"},
-    "kafka": set(),
+    "kafka": {"protocol"},
     "topology": {"protocol"},
     "state": {"protocol", "kafka"},
     "coordinator": {"protocol", "assignment", "rpc", "kafka"},
     "tasks": {"protocol", "rpc", "state", "topology", "kafka"},
     "iq": {"protocol", "rpc", "state", "tasks", "topology", "kafka"},
-    "spark": {"protocol", "rpc", "coordinator", "tasks", "state", "topology", "kafka", "iq"},
-    "cli": {"protocol", "rpc", "coordinator", "tasks", "state", "topology", "kafka", "iq", "spark"},
+    "runtime": {"protocol", "rpc", "coordinator", "tasks", "state", "topology", "kafka"},
+    "spark": {"protocol", "rpc", "coordinator", "tasks", "state", "topology", "kafka", "iq", "runtime"},
+    "cli": {"protocol", "rpc", "coordinator", "tasks", "state", "topology", "kafka", "iq", "spark", "runtime"},
 }
 for leaf in LEAVES:
     ALLOWED.setdefault(leaf, set(LEAF_DEPENDENCIES.get(leaf, set())))

@@ -27,6 +27,8 @@ from streams_rt.rpc.messages import (
     LeaveRequest,
     LeaveResponse,
     Message,
+    ReportTasksRequest,
+    ReportTasksResponse,
     RequestShutdownRequest,
     RequestShutdownResponse,
     Response,
@@ -34,7 +36,11 @@ from streams_rt.rpc.messages import (
     SetProtocolResponse,
     SyncRequest,
     SyncResponse,
+    TaskStatusRequest,
+    TaskStatusResponse,
 )
+from streams_rt.coordinator.task_reports import TaskReports
+from streams_rt.rpc.tasks import parse_reports
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +61,7 @@ class CoordinatorServer(flight.FlightServerBase):
         set_protocol: Callable[[str], None],
         request_shutdown: Callable[[str], None],
         save: Callable[[GroupRecord], None] | None = None,
+        task_reports: TaskReports | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         tick_interval_ms: int = 50,
@@ -67,6 +74,7 @@ class CoordinatorServer(flight.FlightServerBase):
         self._describe = describe
         self._set_protocol = set_protocol
         self._request_shutdown = request_shutdown
+        self._task_reports = task_reports or TaskReports({})
         self._clock = clock
         self._cond = threading.Condition()
         self._saver = RecordSaver(group, self._cond, save) if save is not None else None
@@ -82,6 +90,8 @@ class CoordinatorServer(flight.FlightServerBase):
             DescribeRequest.ACTION: self._describe_action,
             SetProtocolRequest.ACTION: self._set_protocol_action,
             RequestShutdownRequest.ACTION: self._request_shutdown_action,
+            ReportTasksRequest.ACTION: self._report_tasks,
+            TaskStatusRequest.ACTION: self._task_status,
         }
 
     @property
@@ -208,6 +218,19 @@ class CoordinatorServer(flight.FlightServerBase):
     def _request_shutdown_action(self, req: RequestShutdownRequest) -> RequestShutdownResponse:
         self._request_shutdown(req.reason or "operator request_shutdown action")
         return RequestShutdownResponse()
+
+    def _report_tasks(self, req: ReportTasksRequest) -> ReportTasksResponse:
+        reports = parse_reports(req.tasks)
+        with self._cond:
+            self._group.check_generation(member_id=req.member_id, instance_id=None, generation=req.generation)
+            self._task_reports.record(req.member_id, req.generation, req.endpoint, reports)
+        return ReportTasksResponse()
+
+    def _task_status(self, req: TaskStatusRequest) -> TaskStatusResponse:
+        with self._cond:
+            status = self._task_reports.status(self._group)
+            generation = self._group.generation
+        return TaskStatusResponse(generation=generation, tasks={str(t): s.to_json() for t, s in status.items()})
 
     # ---- clock -------------------------------------------------------------------------------
     def _tick_loop(self) -> None:

@@ -19,7 +19,8 @@ from streams_rt.coordinator.server import CoordinatorServer, monotonic_ms
 from streams_rt.coordinator.state_store import CoordinatorSnapshot, StateStore
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.coordinator.user_data import UserDataCodec
-from streams_rt.protocol import TaskId
+from streams_rt.coordinator.task_reports import TaskReports
+from streams_rt.protocol import TaskId, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +61,11 @@ class Coordinator:
         *,
         store: StateStore | None = None,
         clock: Callable[[], int] = monotonic_ms,
+        task_inputs: Mapping[TaskId, Sequence[TopicPartition]] | None = None,
     ) -> None:
         """`store` keeps the generation and the members across a driver restart; `clock` is the
-        monotonic milliseconds every rule runs on (tests may move it forward)."""
+        monotonic milliseconds every rule runs on (tests may move it forward); `task_inputs` (each
+        task's input partitions) is what `task_status` reports tasks against."""
         self.config = config
         self.metrics = RebalanceMetrics()
         self._clock = clock
@@ -96,6 +99,7 @@ class Coordinator:
             set_protocol=lambda name: self.set_protocol(name or None, "operator set_protocol action"),
             request_shutdown=self.request_shutdown,
             save=self._save if store is not None else None,
+            task_reports=TaskReports(task_inputs or {}),
             host=config.bind_host,
             port=config.port,
             tick_interval_ms=config.tick_interval_ms,
@@ -200,4 +204,8 @@ def start_coordinator(
         codec=codec,
         policy=ProtocolPolicy(str(upgrade_from) if upgrade_from else None),
     )
-    return Coordinator(CoordinatorConfig.from_properties(props), planner, store=store)
+    inputs = {
+        task: [TopicPartition(topic, task.partition) for topic in (source_topics or {}).get(task.subtopology, ())]
+        for task in tasks
+    }
+    return Coordinator(CoordinatorConfig.from_properties(props), planner, store=store, task_inputs=inputs)

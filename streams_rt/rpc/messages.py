@@ -252,6 +252,38 @@ class RequestShutdownResponse(Response):
     pass
 
 
+@dataclasses.dataclass(frozen=True)
+class ReportTasksRequest(Message):
+    """A host's active tasks (streams_rt.rpc.tasks.parse_reports) and the endpoint that serves their
+    batches; kept for the member's current generation only."""
+
+    ACTION: ClassVar[str] = "report_tasks"
+    group_id: str
+    member_id: str
+    generation: int
+    endpoint: str
+    tasks: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportTasksResponse(Response):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskStatusRequest(Message):
+    """Every task: owner, its endpoint, phase, committed positions, inputs (for batch planning)."""
+
+    ACTION: ClassVar[str] = "task_status"
+    group_id: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskStatusResponse(Response):
+    generation: int = -1
+    tasks: dict = dataclasses.field(default_factory=dict)  # task id -> TaskStatus.to_json()
+
+
 REQUESTS: dict[str, tuple[type[Message], type[Response]]] = {
     JoinRequest.ACTION: (JoinRequest, JoinResponse),
     SyncRequest.ACTION: (SyncRequest, SyncResponse),
@@ -260,4 +292,6 @@ REQUESTS: dict[str, tuple[type[Message], type[Response]]] = {
     DescribeRequest.ACTION: (DescribeRequest, DescribeResponse),
     SetProtocolRequest.ACTION: (SetProtocolRequest, SetProtocolResponse),
     RequestShutdownRequest.ACTION: (RequestShutdownRequest, RequestShutdownResponse),
+    ReportTasksRequest.ACTION: (ReportTasksRequest, ReportTasksResponse),
+    TaskStatusRequest.ACTION: (TaskStatusRequest, TaskStatusResponse),
 }

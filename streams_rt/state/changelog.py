@@ -8,11 +8,12 @@ after the last commit are never restored (the restore consumer reads committed r
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streams_rt.protocol import TopicPartition
@@ -87,6 +88,9 @@ class ChangelogWriter:
             "linger.ms": 5,
             "compression.type": "lz4",
             "enable.idempotence": True,
+            # Keyed records land where Java's default partitioner puts them (repartition and sink
+            # topics are read by partition); keyless ones go anywhere.
+            "partitioner": "murmur2_random",
             "on_delivery": self._on_delivery,
         }
         if transactional_id is not None:
@@ -110,24 +114,40 @@ class ChangelogWriter:
         if offset > self._offsets.get(tp, -1):
             self._offsets[tp] = offset
 
-    def send(self, topic: str, partition: int, key: bytes, value: bytes | None) -> None:
-        if self._transactional and not self._in_transaction:
-            self._producer.begin_transaction()
-            self._in_transaction = True
+    def send(self, topic: str, partition: int | None, key: bytes | None, value: bytes | None,
+             timestamp: int = 0) -> None:
+        """One record; `partition` None lets the partitioner choose (by key), `timestamp` 0 means now."""
+        self._begin()
         while True:
             try:
-                self._producer.produce(topic, value, key, partition=partition)
+                self._producer.produce(topic, value, key, partition=-1 if partition is None else partition,
+                                       timestamp=timestamp)
                 return
             except BufferError:
                 self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
+
+    def _begin(self) -> None:
+        if self._transactional and not self._in_transaction:
+            self._producer.begin_transaction()
+            self._in_transaction = True
 
     def flush(self) -> None:
         """Deliver what was sent so far (inside the open transaction under exactly-once: it stays
         invisible to read_committed readers until `commit`)."""
         self._producer.flush(self._timeout_s)
 
-    def commit(self) -> dict[TopicPartition, int]:
-        """Flush (or commit the transaction); raise the first delivery error, naming its partition."""
+    def commit(self, input_offsets: Mapping[TopicPartition, int] | None = None,
+               group_metadata: Any = None) -> dict[TopicPartition, int]:
+        """Flush (or commit the transaction); raise the first delivery error, naming its partition.
+        Exactly-once: `input_offsets` (the next offset to consume per input partition) are committed
+        for the consumer group of `group_metadata` in the same transaction."""
+        if self._transactional and input_offsets:
+            self._begin()
+            offsets = [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in input_offsets.items()]
+            try:
+                self._producer.send_offsets_to_transaction(offsets, group_metadata, self._timeout_s)
+            except KafkaException as exc:
+                raise ChangelogError("*", None, f"committing input offsets in the transaction failed: {exc}") from exc
         if self._in_transaction:
             try:
                 self._producer.commit_transaction(self._timeout_s)
@@ -145,10 +165,14 @@ class ChangelogWriter:
         return dict(self._offsets)
 
     def abort(self) -> None:
-        """Drop the open transaction (exactly-once only); the caller also drops the uncommitted writes."""
+        """Drop what was sent since the last commit as far as possible: the open transaction under
+        exactly-once; under at-least-once what is not delivered yet (the rest stays, as Kafka's)."""
         if self._in_transaction:
             self._producer.abort_transaction(self._timeout_s)
             self._in_transaction = False
+        elif not self._transactional:
+            self._producer.purge()
+            self._producer.poll(0)
 
     def close(self, discard: bool = False) -> None:
         """Flush (or, with `discard`, purge what is not yet delivered), close and drop the producer

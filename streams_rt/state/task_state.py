@@ -256,11 +256,26 @@ class TaskState:
     def offset_sum(self) -> int:
         return offset_sum(self.offsets)
 
-    def commit(self) -> None:
+    def send(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int) -> None:
+        """A record for a sink or repartition topic, through the task's producer (inside its
+        transaction under exactly-once); the partitioner picks the partition by key."""
+        self._require("send records", Mode.ACTIVE)
+        self._active_writer("send records").send(topic, None, key, value, timestamp)
+
+    def rollback(self) -> None:
+        """A failed batch: every store drops its uncommitted writes, and the producer what it can
+        (the whole open transaction under exactly-once). The stores stay as of the last commit."""
+        self._require("roll back", Mode.ACTIVE)
+        for store in self._stores.values():
+            store.rollback()
+        self._active_writer("roll back").abort()
+
+    def commit(self, input_offsets: Mapping[TopicPartition, int] | None = None, group_metadata: object = None) -> None:
         """The commit point: changelog durable, then each store's overlay with its changelog offset,
-        then the checkpoint."""
+        then the checkpoint. Exactly-once: `input_offsets` are committed for the consumer group of
+        `group_metadata` in the same transaction."""
         self._require("commit", Mode.ACTIVE)
-        written = self._active_writer("commit").commit()
+        written = self._active_writer("commit").commit(input_offsets, group_metadata)
         for name, store in self._stores.items():
             store.commit(written.get(self._tps[name]))
             store.sync()

@@ -73,6 +73,10 @@ class StateStore(ABC):
         self._commit_pending(self._pending, changelog_offset)
         self._pending = {}
 
+    def rollback(self) -> None:
+        """Drop the uncommitted writes (a failed batch): the store stays as of its last commit."""
+        self._pending = {}
+
     @abstractmethod
     def _commit_pending(self, pending: dict[bytes, bytes | None], changelog_offset: int | None) -> None: ...
 

@@ -1,0 +1,59 @@
+"""What the hosts report about their active tasks, held for planners: a report counts only while
+its member is in the group at the generation it reported for, and only for tasks that member owns
+in that generation. Pure: the caller holds the group lock."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from streams_rt.coordinator.group import Group
+from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.rpc.tasks import TaskReport, TaskStatus
+
+UNASSIGNED = "UNASSIGNED"
+
+
+@dataclass(frozen=True)
+class _HostReport:
+    generation: int
+    endpoint: str
+    tasks: Mapping[TaskId, TaskReport]
+
+
+class TaskReports:
+    def __init__(self, inputs: Mapping[TaskId, Sequence[TopicPartition]]) -> None:
+        self._inputs = {task: tuple(tps) for task, tps in inputs.items()}
+        self._reports: dict[str, _HostReport] = {}
+
+    def record(self, member_id: str, generation: int, endpoint: str, tasks: Mapping[TaskId, TaskReport]) -> None:
+        self._reports[member_id] = _HostReport(generation, endpoint, dict(tasks))
+
+    def status(self, group: Group) -> dict[TaskId, TaskStatus]:
+        """Every task of the topology with its current owner and, if that owner reported for its
+        current generation, the owner's phase and positions."""
+        owners: dict[TaskId, str] = {}
+        for member_id, member in group.members.items():
+            if member.assignment is not None:
+                for task in member.assignment.tasks.active:
+                    owners[task] = member_id
+        for member_id in list(self._reports):
+            if member_id not in group.members:
+                del self._reports[member_id]  # the member left: its report means nothing now
+        out = {}
+        for task, inputs in self._inputs.items():
+            owner = owners.get(task)
+            report = self._reports.get(owner) if owner is not None else None
+            member = group.members.get(owner) if owner is not None else None
+            current = (report is not None and member is not None and member.assignment is not None
+                       and report.generation == member.assignment.generation)
+            entry = report.tasks.get(task) if current and report is not None else None
+            out[task] = TaskStatus(
+                task=task,
+                owner=owner,
+                endpoint=report.endpoint if current and report is not None else None,
+                phase=entry.phase if entry is not None else (UNASSIGNED if owner is None else "ASSIGNED"),
+                positions=entry.positions if entry is not None else {},
+                inputs=inputs,
+            )
+        return out

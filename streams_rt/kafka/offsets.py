@@ -1,0 +1,30 @@
+"""The end offsets of many partitions in one request (the last stable offset: what a read_committed
+consumer can read), retried while new topics settle."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from confluent_kafka import IsolationLevel, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from streams_rt.kafka.watermarks import RETRIABLE
+from streams_rt.protocol import TopicPartition
+
+
+def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeout_s: float = 30.0) -> dict[TopicPartition, int]:
+    wanted = sorted(set(partitions))
+    if not wanted:
+        return {}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        futures = admin.list_offsets({KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.latest() for tp in wanted},
+                                     isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout_s)
+        try:
+            return {TopicPartition(k.topic, k.partition): f.result().offset for k, f in futures.items()}
+        except KafkaException as exc:
+            if exc.args[0].code() not in RETRIABLE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)

@@ -1,0 +1,122 @@
+"""The host's batch endpoint, both sides of it: a batch request (task, generation, offset range per
+input partition) as a Flight ticket, typed refusals and failures carried in the error's extra info,
+and the client a planner uses to run and commit batches on the owner host."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.flight as flight
+
+from streams_rt.protocol import TaskId, TopicPartition
+
+MAX_TICKET_BYTES = 1 << 20
+
+
+class BatchRequestInvalid(ValueError):
+    """A ticket or action body that is not a well-formed batch request."""
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    task: TaskId
+    generation: int
+    ranges: Mapping[TopicPartition, tuple[int, int]]  # [start, end) per input partition
+
+    def to_bytes(self) -> bytes:
+        ranges = [[tp.topic, tp.partition, s, e] for tp, (s, e) in sorted(self.ranges.items())]
+        return json.dumps({"task": str(self.task), "generation": self.generation, "ranges": ranges},
+                          separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, body: bytes) -> BatchRequest:
+        if len(body) > MAX_TICKET_BYTES:
+            raise BatchRequestInvalid(f"a batch request of {len(body)} bytes is over {MAX_TICKET_BYTES}")
+        try:
+            raw = json.loads(body)
+            task = TaskId.parse(raw["task"])
+            generation = raw["generation"]
+            ranges = {}
+            for topic, partition, start, end in raw["ranges"]:
+                if not (isinstance(topic, str) and all(_offset(v) for v in (partition, start, end))):
+                    raise ValueError(f"bad range {[topic, partition, start, end]!r:.80}")
+                ranges[TopicPartition(topic, partition)] = (start, end)
+            if not _offset(generation + 1):
+                raise ValueError("bad generation")
+        except (ValueError, KeyError, TypeError) as e:
+            raise BatchRequestInvalid(f"not a batch request: {e}") from None
+        return cls(task, generation, ranges)
+
+
+def _offset(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
+
+
+class BatchError(Exception):
+    """What the host said when it would not (or could not) run a batch. `code` is a Refusal name
+    (NOT_OWNER, RESTORING, OUT_OF_ORDER, WRONG_PARTITIONS), FAILED (the batch raised: `detail` names
+    the record) or UNAVAILABLE (the host cannot be reached). Retriable ones may succeed elsewhere or later."""
+
+    RETRIABLE = frozenset({"NOT_OWNER", "RESTORING", "OUT_OF_ORDER", "UNAVAILABLE"})
+
+    def __init__(self, code: str, message: str, detail: Mapping[str, Any] | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code, self.message, self.detail = code, message, dict(detail or {})
+
+    @property
+    def retriable(self) -> bool:
+        return self.code in self.RETRIABLE
+
+    def to_flight(self) -> flight.FlightServerError:
+        info = json.dumps({"code": self.code, "message": self.message[:2000], "detail": self.detail}).encode()
+        return flight.FlightServerError(f"{self.code}: {self.message[:2000]}", extra_info=info)
+
+    @classmethod
+    def from_flight(cls, error: flight.FlightError) -> BatchError:
+        try:
+            info = json.loads(error.extra_info or b"{}")
+            return cls(str(info["code"]), str(info.get("message", "")), info.get("detail") or {})
+        except (ValueError, KeyError, TypeError):
+            return cls("UNAVAILABLE", str(error).splitlines()[0][:500])
+
+
+class HostClient:
+    """Runs batches on one host (its endpoint, from task_status) and acknowledges their commit."""
+
+    def __init__(self, endpoint: str, timeout_s: float = 600.0) -> None:
+        self.endpoint = endpoint
+        self._client = flight.FlightClient(endpoint)
+        self._options = flight.FlightCallOptions(timeout=timeout_s)
+
+    def run_batch(self, request: BatchRequest) -> pa.Table:
+        """The batch's output rows; raises BatchError."""
+        try:
+            return self._client.do_get(flight.Ticket(request.to_bytes()), self._options).read_all()
+        except flight.FlightError as e:
+            raise BatchError.from_flight(e) from None
+        except OSError as e:
+            raise BatchError("UNAVAILABLE", f"{self.endpoint}: {e}") from None
+
+    def commit(self, request: BatchRequest) -> None:
+        """Spark (or the batch loop) has taken the batch's output: the host may forget it."""
+        self._action("commit", request.to_bytes())
+
+    def status(self) -> dict[str, Any]:
+        result: dict[str, Any] = json.loads(self._action("status", b"{}"))
+        return result
+
+    def _action(self, name: str, body: bytes) -> bytes:
+        try:
+            results = list(self._client.do_action(flight.Action(name, body), self._options))
+        except flight.FlightError as e:
+            raise BatchError.from_flight(e) from None
+        except OSError as e:
+            raise BatchError("UNAVAILABLE", f"{self.endpoint}: {e}") from None
+        return results[0].body.to_pybytes() if results else b""
+
+    def close(self) -> None:
+        self._client.close()

@@ -1,0 +1,116 @@
+"""A small batch loop that drives hosts the way the Spark data source does, without Spark: ask the
+coordinator which tasks run where, plan the next batch for the RUNNING ones, run each on its owner
+host, and commit. Tests and benchmarks use it; it is not a stand-in for Spark in Spark's tests."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from confluent_kafka.admin import AdminClient
+
+from streams_rt.kafka.offsets import end_offsets
+from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
+from streams_rt.rpc.client import GroupClient
+from streams_rt.rpc.messages import TaskStatusRequest, TaskStatusResponse
+from streams_rt.rpc.tasks import TaskStatus, parse_statuses
+from streams_rt.runtime.planning import RUNNING, PlannedBatch, latest_positions, plan
+
+log = logging.getLogger(__name__)
+
+
+class CoordinatorRefused(RuntimeError):
+    pass
+
+
+@dataclass
+class BatchResult:
+    """One round: the output of every task that ran, records processed per task, and the tasks
+    that did not run (refused or unavailable, with the reason's code)."""
+
+    outputs: dict[TaskId, pa.Table] = field(default_factory=dict)
+    records: dict[TaskId, int] = field(default_factory=dict)
+    refused: dict[TaskId, str] = field(default_factory=dict)
+
+    @property
+    def total_records(self) -> int:
+        return sum(self.records.values())
+
+    def rows(self) -> pa.Table | None:
+        tables = [t for t in self.outputs.values() if t.num_rows]
+        return pa.concat_tables(tables) if tables else None
+
+
+def task_status(client: GroupClient, application_id: str) -> tuple[int, dict[TaskId, TaskStatus]]:
+    response = client.call(TaskStatusRequest(group_id=application_id), TaskStatusResponse)
+    if response.error != "NONE":
+        raise CoordinatorRefused(f"task_status: {response.error}: {response.message}")
+    return response.generation, parse_statuses(response.tasks)
+
+
+class BatchLoop:
+    def __init__(self, coordinator_address: str, application_id: str, bootstrap_servers: str,
+                 max_records_per_task: int | None = 100_000, parallelism: int = 8) -> None:
+        self.application_id = application_id
+        self.max_records_per_task = max_records_per_task
+        self.positions: dict[TopicPartition, int] = {}  # where each input partition's next batch starts
+        self._coordinator = GroupClient(coordinator_address)
+        self._admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+        self._hosts: dict[str, HostClient] = {}
+        self._pool = ThreadPoolExecutor(parallelism, thread_name_prefix="batch-loop")
+
+    def status(self) -> tuple[int, dict[TaskId, TaskStatus]]:
+        return task_status(self._coordinator, self.application_id)
+
+    def run_once(self) -> BatchResult:
+        generation, statuses = self.status()
+        running = {t: s for t, s in statuses.items() if s.phase == RUNNING and s.endpoint}
+        for status in running.values():
+            for tp in status.inputs:
+                if tp not in self.positions and tp in status.positions:
+                    self.positions[tp] = status.positions[tp]
+        ends = end_offsets(self._admin, [tp for s in running.values() for tp in s.inputs])
+        latest = latest_positions(self.positions, running, ends, self.max_records_per_task)
+        batches = plan(self.positions, latest, running, generation)
+        result = BatchResult()
+        for batch, outcome in zip(batches, self._pool.map(self._run, batches)):
+            if isinstance(outcome, BatchError):
+                result.refused[batch.task] = outcome.code
+                if outcome.code == "OUT_OF_ORDER":  # follow the owner's positions from its next report
+                    for tp in batch.ranges:
+                        self.positions.pop(tp, None)
+                continue
+            result.outputs[batch.task] = outcome
+            result.records[batch.task] = batch.records
+            for tp, (_, end) in batch.ranges.items():
+                self.positions[tp] = end
+        return result
+
+    def _run(self, batch: PlannedBatch) -> pa.Table | BatchError:
+        client = self._hosts.get(batch.endpoint) or self._hosts.setdefault(batch.endpoint, HostClient(batch.endpoint))
+        request = BatchRequest(batch.task, batch.generation, batch.ranges)
+        try:
+            table = client.run_batch(request)
+            client.commit(request)
+            return table
+        except BatchError as e:
+            if not e.retriable:
+                raise
+            log.info("task %s: batch not run now: %s", batch.task, e)
+            return e
+
+    def lag(self, statuses: Mapping[TaskId, TaskStatus]) -> int:
+        """Records between the loop's positions and the input partitions' ends."""
+        tps = [tp for s in statuses.values() for tp in s.inputs]
+        ends = end_offsets(self._admin, tps)
+        return sum(max(0, ends[tp] - self.positions.get(tp, 0)) for tp in tps)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        for client in self._hosts.values():
+            client.close()
+        self._coordinator.close()

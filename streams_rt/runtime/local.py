@@ -1,0 +1,173 @@
+"""A whole application on one machine, in the process model of a cluster: the coordinator in this
+process (as in the Spark driver), each task host its own OS process, the internal topics made
+first. Tests, benchmarks and the examples' non-Spark runs use it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from streams_rt.coordinator.service import Coordinator, start_coordinator
+from streams_rt.kafka.offsets import end_offsets
+from streams_rt.protocol import TaskId
+from streams_rt.runtime.batch_loop import BatchLoop
+from streams_rt.runtime.planning import RUNNING
+from streams_rt.runtime.topics import (
+    check_output_topics,
+    ensure_internal_topics,
+    source_partitions,
+    sum_by_task,
+    task_changelogs,
+)
+from streams_rt.tasks.host import load_topology
+
+log = logging.getLogger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class HostFailed(RuntimeError):
+    pass
+
+
+@dataclass
+class HostProcess:
+    name: str
+    proc: subprocess.Popen[bytes]
+    ready_file: Path
+    log_file: Path
+
+    @property
+    def endpoint(self) -> str | None:
+        try:
+            return str(json.loads(self.ready_file.read_text())["endpoint"])
+        except (OSError, ValueError, KeyError):
+            return None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_file.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+
+class LocalApplication:
+    """`topology` is a 'module:attr' reference (hosts import it); `properties` are the
+    application's Kafka-style properties (application.id, bootstrap.servers, state.dir, ...)."""
+
+    def __init__(self, topology: str, properties: Mapping[str, Any], work_dir: Path, hosts: int = 2,
+                 host_properties: Mapping[str, Any] | None = None) -> None:
+        self.topology_ref = topology
+        self.properties = dict(properties)
+        self.application_id = str(properties["application.id"])
+        self.bootstrap = str(properties["bootstrap.servers"])
+        self.work_dir = work_dir
+        work_dir.mkdir(parents=True, exist_ok=True)
+        self.topology = load_topology(topology)
+        self._admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        self.partitions = source_partitions(self._admin, self.topology)
+        self.layout = self.topology.layout(self.application_id, self.partitions)
+        ensure_internal_topics(self._admin, self.topology, self.layout)
+        check_output_topics(self._admin, self.topology)
+        changelogs = task_changelogs(self.topology, self.layout)
+        sources = {sub: list(topics) for sub, topics in self.layout.inputs.items()}
+        self.coordinator: Coordinator = start_coordinator(
+            self.properties, self.layout.tasks(), source_topics=sources,
+            changelog_end_offsets=lambda: sum_by_task(
+                end_offsets(self._admin, [tp for tps in changelogs.values() for tp in tps]), changelogs),
+        )
+        self._host_properties = dict(host_properties or {})
+        self.hosts: dict[str, HostProcess] = {}
+        for i in range(hosts):
+            self.start_host(f"host-{i}")
+
+    # -- hosts ---------------------------------------------------------------------------------
+    def start_host(self, name: str, **overrides: Any) -> HostProcess:
+        """A host process; its state lives in `<work_dir>/<name>/state` (kept across restarts)."""
+        directory = self.work_dir / name
+        directory.mkdir(exist_ok=True)
+        props = {**self.properties, "state.dir": str(directory / "state"), **self._host_properties, **overrides}
+        ready = directory / "ready.json"
+        ready.unlink(missing_ok=True)
+        config = {
+            "properties": props,
+            "coordinator": self.coordinator.address,
+            "topology": self.topology_ref,
+            "source_partitions": self.partitions,
+            "instance_id": None,
+            "ready_file": str(ready),
+            "parent_pid": os.getpid(),
+        }
+        config_file = directory / "host.json"
+        config_file.write_text(json.dumps(config))
+        log_file = directory / "host.log"
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+        with open(log_file, "ab") as out:
+            proc = subprocess.Popen([sys.executable, "-m", "streams_rt.tasks.host_main", "--config", str(config_file)],
+                                    stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(REPO_ROOT))
+        host = self.hosts[name] = HostProcess(name, proc, ready, log_file)
+        deadline = time.monotonic() + 60
+        while host.endpoint is None:
+            if not host.alive:
+                raise HostFailed(f"host {name} exited with {proc.returncode}:\n{host.log_tail()}")
+            if time.monotonic() > deadline:
+                raise HostFailed(f"host {name} did not start within 60 s:\n{host.log_tail()}")
+            time.sleep(0.05)
+        return host
+
+    def stop_host(self, name: str, kill: bool = False, timeout_s: float = 60.0) -> int:
+        """SIGTERM (a clean stop: commit, leave) or SIGKILL; returns the exit code."""
+        host = self.hosts.pop(name)
+        if host.alive:
+            host.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            return host.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            host.proc.kill()
+            raise HostFailed(f"host {name} did not stop within {timeout_s} s:\n{host.log_tail()}") from None
+
+    # -- running -------------------------------------------------------------------------------
+    def loop(self, max_records_per_task: int | None = 100_000) -> BatchLoop:
+        return BatchLoop(self.coordinator.address, self.application_id, self.bootstrap, max_records_per_task)
+
+    def wait_until_running(self, loop: BatchLoop, timeout_s: float = 120.0) -> None:
+        """Until every task is RUNNING on some host (and the group is stable)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for host in self.hosts.values():
+                if not host.alive:
+                    raise HostFailed(f"host {host.name} exited with {host.proc.returncode}:\n{host.log_tail()}")
+            _, statuses = loop.status()
+            if statuses and all(s.phase == RUNNING for s in statuses.values()):
+                return
+            if time.monotonic() > deadline:
+                phases = {str(t): s.phase for t, s in sorted(statuses.items())}
+                raise TimeoutError(f"tasks not running after {timeout_s} s: {phases}")
+            time.sleep(0.1)
+
+    def owners(self, loop: BatchLoop) -> dict[TaskId, str | None]:
+        _, statuses = loop.status()
+        return {t: s.owner for t, s in statuses.items()}
+
+    def close(self) -> None:
+        for name in list(self.hosts):
+            try:
+                self.stop_host(name)
+            except HostFailed as e:
+                log.warning("%s", e)
+        self.coordinator.close()

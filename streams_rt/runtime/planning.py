@@ -1,0 +1,65 @@
+"""Batch planning, pure: which tasks get work in the next batch and which offset ranges.
+
+Only RUNNING tasks advance; a task that is restoring, moving or unassigned keeps its position, so it
+never holds the others back (only the moving tasks pause). Each task's batch is capped at
+`max.records.per.task.per.batch` records, spread over its input partitions in order."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.rpc.tasks import TaskStatus
+
+RUNNING = "RUNNING"
+
+
+@dataclass(frozen=True)
+class PlannedBatch:
+    task: TaskId
+    endpoint: str
+    generation: int
+    ranges: Mapping[TopicPartition, tuple[int, int]]
+
+    @property
+    def records(self) -> int:
+        return sum(end - start for start, end in self.ranges.values())
+
+
+def latest_positions(
+    start: Mapping[TopicPartition, int],
+    statuses: Mapping[TaskId, TaskStatus],
+    end_offsets: Mapping[TopicPartition, int],
+    max_records_per_task: int | None,
+) -> dict[TopicPartition, int]:
+    """Spark's latestOffset: every input partition's end for the next batch. A RUNNING task's
+    partitions advance (at most `max_records_per_task` records in all); every other one stays."""
+    out = dict(start)
+    for status in statuses.values():
+        if status.phase != RUNNING or not status.endpoint:
+            continue
+        budget = max_records_per_task
+        for tp in status.inputs:
+            begin = start.get(tp, status.positions.get(tp, end_offsets.get(tp, 0)))
+            end = max(begin, end_offsets.get(tp, begin))
+            if budget is not None:
+                end = min(end, begin + budget)
+                budget -= end - begin
+            out[tp] = end
+    return out
+
+
+def plan(
+    start: Mapping[TopicPartition, int],
+    end: Mapping[TopicPartition, int],
+    statuses: Mapping[TaskId, TaskStatus],
+    generation: int,
+) -> list[PlannedBatch]:
+    """Spark's partitions(start, end): one batch per task with work, for its current owner."""
+    batches = []
+    for task, status in sorted(statuses.items()):
+        ranges = {tp: (start[tp], end[tp]) for tp in status.inputs if tp in start and tp in end}
+        if any(e > s for s, e in ranges.values()) and status.endpoint:
+            batches.append(PlannedBatch(task, status.endpoint, generation, ranges))
+    return batches

@@ -1,0 +1,189 @@
+"""One active task in a host: its state (restored by the host's state thread), its subtopology
+runner, its input consumer, and the batches it runs and commits.
+
+A batch reads exactly its ranges, runs the subtopology, flushes the record caches, records its
+ranges and output rows in the task's batch store, and commits: changelogs, repartition and sink
+records and input offsets in one transaction under exactly_once_v2 (flushed, then the offsets, under
+at_least_once), then the stores and the checkpoint. A failed batch rolls back: the stores stay as of
+the last commit."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.state import Mode, StoreSpec, TaskState, WindowSpec
+from streams_rt.state.stores import KeyValueStore
+from streams_rt.tasks import batch_record
+from streams_rt.tasks.execution.runner import DeserializationHandler, SubtopologyRunner
+from streams_rt.tasks.input_reader import read_ranges
+from streams_rt.tasks.output import OutputSchema
+from streams_rt.tasks.task import ActiveTask, Admission, Ranges, Refusal, TaskPhase
+from streams_rt.topology import Topology, TopologyLayout
+
+log = logging.getLogger(__name__)
+
+
+class BatchRefused(Exception):
+    """The host will not run this batch now; `refusal` says why and whether to retry elsewhere/later."""
+
+    def __init__(self, refusal: Refusal, reason: str) -> None:
+        super().__init__(f"{refusal.value}: {reason}")
+        self.refusal, self.reason = refusal, reason
+
+
+@dataclass(frozen=True)
+class ProcessingSettings:
+    application_id: str
+    exactly_once: bool
+    cache_max_bytes: int
+    deserialization_handler: DeserializationHandler
+
+
+def store_specs(topology: Topology, subtopology: int) -> list[StoreSpec]:
+    """The task's stores as the state layer opens them: the topology's, plus its batch store."""
+    specs = []
+    for name in topology.subtopologies[subtopology].stores:
+        d = topology.stores[name]
+        window = None
+        if d.window_size_ms is not None and d.retention_ms is not None:
+            window = WindowSpec(retention_ms=d.retention_ms, window_size_ms=d.window_size_ms)
+        specs.append(StoreSpec(name, window, d.in_memory))
+    specs.append(StoreSpec(batch_record.store_name(subtopology)))
+    return specs
+
+
+class ActiveTaskRunner:
+    def __init__(self, task: TaskId, topology: Topology, layout: TopologyLayout, state: TaskState,
+                 consumer_factory: Callable[[], Consumer], settings: ProcessingSettings) -> None:
+        self.task = task
+        self.core = ActiveTask(task, frozenset(layout.input_partitions(task)))
+        self.state = state
+        self._topology = topology
+        self._consumer_factory = consumer_factory
+        self._settings = settings
+        self._output = OutputSchema(topology)
+        self._consumer: Consumer | None = None
+        self._runner: SubtopologyRunner | None = None
+        self._kept: pa.Table | None = None  # output of the last batch, for a replay
+        self._kept_chunks = 0
+        self.lock = threading.Lock()  # one batch at a time; revocation waits for it
+
+    # -- lifecycle (the host's state thread) ---------------------------------------------------
+    def start_restore(self) -> None:
+        """CREATED -> RESTORING: open the state (or promote the standby already open)."""
+        self.core.move(TaskPhase.RESTORING)
+        if self.state.mode is Mode.STANDBY:
+            self.state.promote()
+        else:
+            self.state.open_active()
+
+    @property
+    def restore_done(self) -> bool:
+        return self.core.phase is TaskPhase.RESTORING and self.state.mode is Mode.ACTIVE
+
+    def start_running(self) -> None:
+        """RESTORING -> RUNNING once the state is restored: find the committed positions and the
+        batch applied last, and build the runner."""
+        batch_store = self.state.store(batch_record.store_name(self.task.subtopology))
+        assert isinstance(batch_store, KeyValueStore)
+        last = batch_record.decode(batch_store.get)
+        self._consumer = self._consumer_factory()
+        if last is not None:
+            positions = {tp: end for tp, (_, end) in last.ranges.items()}
+            self._kept, self._kept_chunks = last.table(), last.chunks
+        else:
+            positions = self._committed_or_earliest(self._consumer)
+        sub = self._topology.subtopologies[self.task.subtopology]
+        stores = {name: self.state.store(name) for name in sub.stores}
+        self._runner = SubtopologyRunner(
+            self._topology, sub, self.task, self._settings.application_id, stores, self.state.send,
+            cache_max_bytes=self._settings.cache_max_bytes,
+            deserialization_handler=self._settings.deserialization_handler,
+        )
+        self.core.restored(positions, last.ranges if last is not None else None)
+        log.info("task %s: running from %s", self.task,
+                 ", ".join(f"{tp}@{o}" for tp, o in sorted(self.core.positions.items())))
+
+    def _committed_or_earliest(self, consumer: Consumer) -> dict[TopicPartition, int]:
+        """No batch was ever applied: the application's committed offsets, else the beginning."""
+        tps = sorted(self.core.inputs)
+        committed = consumer.committed([KafkaTopicPartition(tp.topic, tp.partition) for tp in tps], timeout=30)
+        positions = {}
+        for tp, found in zip(tps, committed):
+            if found.offset >= 0:
+                positions[tp] = found.offset
+            else:
+                positions[tp] = consumer.get_watermark_offsets(KafkaTopicPartition(tp.topic, tp.partition),
+                                                               timeout=30)[0]
+        return positions
+
+    # -- batches (the host's RPC threads) ------------------------------------------------------
+    def run_batch(self, ranges: Ranges) -> pa.Table:
+        """Run (or replay) one batch and return its output rows; raises BatchRefused, or
+        ProcessingFailed / DeserializationFailed after rolling back."""
+        with self.lock:
+            admission: Admission = self.core.admit(ranges)
+            if admission.refusal is not None:
+                raise BatchRefused(admission.refusal, admission.reason)
+            if admission.replay:
+                log.info("task %s: replaying the last batch from what was kept", self.task)
+                return self._kept if self._kept is not None else self._output.empty_table()
+            return self._run(ranges)
+
+    def _run(self, ranges: Ranges) -> pa.Table:
+        runner, consumer = self._runner, self._consumer
+        assert runner is not None and consumer is not None  # RUNNING
+        try:
+            batch = read_ranges(consumer, ranges)
+            runner.process(batch)
+            runner.flush()
+            output = self._output.to_batch(runner.take_output(), str(self.task))
+            self._record(ranges, output)
+            ends = {tp: end for tp, (_, end) in ranges.items()}
+            if self._settings.exactly_once:
+                self.state.commit(ends, consumer.consumer_group_metadata())
+            else:
+                self.state.commit()
+                consumer.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in ends.items()],
+                                asynchronous=False)
+        except BaseException:
+            runner.abort()
+            self.state.rollback()
+            raise
+        self.core.applied(ranges)
+        self._kept = pa.Table.from_batches([output])
+        return self._kept
+
+    def _record(self, ranges: Ranges, output: pa.RecordBatch) -> None:
+        store = self.state.store(batch_record.store_name(self.task.subtopology))
+        assert isinstance(store, KeyValueStore)
+        writes = batch_record.encode(ranges, output, self._kept_chunks)
+        for key, value in writes.items():
+            store.put(key, value)
+        self._kept_chunks = sum(1 for k, v in writes.items() if k != batch_record.HEADER_KEY and v is not None)
+
+    # -- closing -------------------------------------------------------------------------------
+    def close(self, clean: bool) -> None:
+        """Revoked (clean: wait for the batch in flight, then commit and close) or lost (dirty)."""
+        with self.lock:
+            if self.core.phase is TaskPhase.RUNNING:
+                self.core.move(TaskPhase.SUSPENDED)
+            if self.core.phase is not TaskPhase.CLOSED:
+                self.core.move(TaskPhase.CLOSED)
+            if self._runner is not None:
+                self._runner.close()
+            self.state.close(clean=clean)
+            if self._consumer is not None:
+                self._consumer.close()
+                self._consumer = None
+
+    def positions(self) -> Mapping[TopicPartition, int]:
+        return dict(self.core.positions)

@@ -1,0 +1,341 @@
+"""The task host: one long-lived process per executor that runs active and standby tasks.
+
+It joins the coordinator's group (GroupMember) and turns the listener's callbacks into task
+lifecycles on its state thread: assigned tasks restore (a standby here is promoted in place) and
+then run; revoked ones finish their batch, commit and close; lost ones close at once. After every
+assignment it opens and closes standbys to match. It serves batches over Arrow Flight and tells
+the coordinator, for each active task, its phase and committed positions."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow.flight as flight
+from confluent_kafka import Consumer
+
+from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
+from streams_rt.rpc.batches import BatchError, BatchRequest, BatchRequestInvalid
+from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
+from streams_rt.rpc.messages import ReportTasksRequest, ReportTasksResponse
+from streams_rt.state import ConsoleRestoreListener, Mode, StateConfig, StateUpdater, TaskState
+from streams_rt.tasks.active import ActiveTaskRunner, BatchRefused, ProcessingSettings, store_specs
+from streams_rt.tasks.execution.runner import DeserializationHandler, ProcessingFailed
+from streams_rt.tasks.group_member import GroupMember
+from streams_rt.tasks.input_reader import InputUnavailable, input_consumer
+from streams_rt.tasks.membership import MemberConfig, MemberState
+from streams_rt.tasks.state_thread import StateThread
+from streams_rt.tasks.streams_codec import StreamsMemberCodec
+from streams_rt.tasks.task import Refusal
+from streams_rt.topology import Topology, TopologyLayout
+
+log = logging.getLogger(__name__)
+
+REPORT_INTERVAL_S = 0.5
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """What a host needs besides the topology: Kafka-style properties (application.id,
+    bootstrap.servers, state.dir, processing.guarantee, statestore.cache.max.bytes, ...), the
+    coordinator's address, and where its batch endpoint binds."""
+
+    properties: Mapping[str, Any]
+    coordinator_address: str
+    member: MemberConfig
+    bind_host: str = "127.0.0.1"
+    port: int = 0
+    consumer_overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def processing(self) -> ProcessingSettings:
+        props = self.properties
+        handler = str(props.get("deserialization.exception.handler",
+                                props.get("default.deserialization.exception.handler", "fail")))
+        return ProcessingSettings(
+            application_id=str(props["application.id"]),
+            exactly_once=str(props.get("processing.guarantee", "at_least_once")) == "exactly_once_v2",
+            cache_max_bytes=int(props.get("statestore.cache.max.bytes", 10 * 1024 * 1024)),
+            deserialization_handler=DeserializationHandler(handler),
+        )
+
+
+class TaskHost:
+    def __init__(self, settings: HostSettings, topology: Topology, layout: TopologyLayout) -> None:
+        self.settings = settings
+        self.topology, self.layout = topology, layout
+        self._processing = settings.processing
+        self._state_config = StateConfig.from_properties(settings.properties)
+        self.directory = self._state_config.open_state_directory()
+        self._reader = self._state_config.changelog_reader(ConsoleRestoreListener())
+        self._updater = StateUpdater(self._reader, self._state_config.commit_interval_ms)
+        self._state = StateThread(self._updater, self._start_restored_tasks)
+        self._actives: dict[TaskId, ActiveTaskRunner] = {}  # touched on the state thread only...
+        self._standbys: dict[TaskId, TaskState] = {}
+        self._view: dict[TaskId, ActiveTaskRunner] = {}  # ...and copies of it for the other threads
+        self._standby_sums: dict[TaskId, int] = {}
+        self._changed = threading.Event()
+        self._closing = threading.Event()
+        self.server = BatchServer(self, settings.bind_host, settings.port)
+        codec = StreamsMemberCodec(self.directory.process_id, standby_offset_sums=self._offset_sums)
+        self.member = GroupMember(settings.member, codec, _Listener(self))
+        self._reporter = threading.Thread(target=self._report_loop, name="streams-rt-report", daemon=True)
+        self._report_client = GroupClient(settings.coordinator_address)
+
+    @property
+    def endpoint(self) -> str:
+        return self.server.endpoint
+
+    def start(self) -> None:
+        self.server.start()
+        self._state.start()
+        self.member.start()
+        self._reporter.start()
+        log.info("task host %s serving batches at %s", self.directory.process_id, self.endpoint)
+
+    # -- assignment (member thread, executed on the state thread) ------------------------------
+    def assigned(self, tasks: frozenset[TaskId]) -> None:
+        standbys = self.member.status().standby
+        self._state.call(lambda: self._assign(tasks, standbys))
+
+    def _assign(self, tasks: frozenset[TaskId], standbys: frozenset[TaskId]) -> None:
+        for task in sorted(tasks):
+            state = self._standbys.pop(task, None)
+            if state is not None:
+                self._updater.remove_standby(task)
+            else:
+                state = self._new_state(task)
+            runner = ActiveTaskRunner(task, self.topology, self.layout, state, self._new_consumer, self._processing)
+            self._actives[task] = runner
+            runner.start_restore()
+            log.info("task %s: active here, %s", task, "promoting its standby" if state.mode is not Mode.CREATED
+                     else "restoring")
+        for task in sorted(set(self._standbys) - standbys):
+            self._updater.remove_standby(task)
+            self._standbys.pop(task).close(clean=True)
+            log.info("task %s: standby closed (no longer assigned here)", task)
+        now_ms = time.monotonic_ns() // 1_000_000
+        for task in sorted(standbys - set(self._standbys) - set(self._actives)):
+            state = self._new_state(task)
+            state.open_standby()
+            self._updater.add_standby(state, now_ms)
+            self._standbys[task] = state
+            log.info("task %s: standby here", task)
+        self._publish()
+
+    def revoked(self, tasks: frozenset[TaskId]) -> None:
+        self._state.call(lambda: self._close(tasks, clean=True))
+
+    def lost(self, tasks: frozenset[TaskId]) -> None:
+        self._state.call(lambda: self._close(tasks, clean=False))
+
+    def _close(self, tasks: frozenset[TaskId], clean: bool) -> None:
+        for task in sorted(tasks):
+            runner = self._actives.pop(task, None)
+            if runner is not None:
+                runner.close(clean=clean)  # waits for a batch in flight
+                log.info("task %s: %s", task, "revoked: committed and closed" if clean else "lost: closed")
+        self._publish()
+
+    def _new_state(self, task: TaskId) -> TaskState:
+        return TaskState(self._state_config, self.directory, task, store_specs(self.topology, task.subtopology),
+                         self._reader)
+
+    def _new_consumer(self) -> Consumer:
+        return input_consumer(self._state_config.bootstrap_servers, self._processing.application_id,
+                              self.settings.consumer_overrides)
+
+    def _start_restored_tasks(self) -> None:
+        """State thread, after every poll: tasks whose restore finished start running."""
+        started = False
+        for runner in self._actives.values():
+            if runner.restore_done:
+                runner.start_running()
+                started = True
+        self._standby_sums = {t: s.offset_sum() for t, s in self._standbys.items()}
+        if started:
+            self._publish()
+
+    def _publish(self) -> None:
+        """Copy what other threads may read, and tell the reporter."""
+        self._view = dict(self._actives)
+        self._changed.set()
+
+    def _offset_sums(self, standbys: frozenset[TaskId]) -> Mapping[TaskId, int]:
+        """The subscription's task offset sums: everything on disk, live values for open standbys."""
+        sums = dict(self.directory.task_offset_sums())
+        sums.update(self._standby_sums)
+        for task in self._view:
+            sums[task] = OFFSET_SUM_RUNNING_ACTIVE
+        return sums
+
+    # -- batches (RPC threads) ---------------------------------------------------------------
+    def run_batch(self, request: BatchRequest) -> Any:
+        runner = self._view.get(request.task)
+        if runner is None:
+            raise BatchError(Refusal.NOT_OWNER.value, f"task {request.task} is not active on this host")
+        try:
+            table = runner.run_batch(request.ranges)
+        except BatchRefused as e:
+            raise BatchError(e.refusal.value, e.reason) from None
+        except ProcessingFailed as e:
+            detail = {"topic": e.topic, "partition": e.partition, "offset": e.offset}
+            raise BatchError("FAILED", str(e), detail) from None
+        except InputUnavailable as e:
+            raise BatchError("UNAVAILABLE", str(e)) from None
+        except Exception as e:  # the batch was rolled back; the caller sees why, the host goes on
+            log.exception("task %s: batch failed", request.task)
+            raise BatchError("FAILED", f"task {request.task}: {type(e).__name__}: {e}") from None
+        self._changed.set()
+        return table
+
+    def commit(self, request: BatchRequest) -> None:
+        runner = self._view.get(request.task)
+        if runner is None:
+            raise BatchError(Refusal.NOT_OWNER.value, f"task {request.task} is not active on this host")
+        applied = runner.core.last_ranges
+        if applied != dict(request.ranges) and not all(
+            runner.core.positions.get(tp, -1) >= end for tp, (_, end) in request.ranges.items()
+        ):
+            raise BatchError(Refusal.OUT_OF_ORDER.value, f"task {request.task} has not applied that batch")
+
+    def status(self) -> dict[str, Any]:
+        member = self.member.status()
+        return {
+            "process_id": str(self.directory.process_id),
+            "member_id": member.member_id,
+            "generation": member.generation,
+            "state": member.state.value,
+            "active": {str(t): r.core.phase.value for t, r in sorted(self._view.items())},
+            "standby": sorted(str(t) for t in member.standby),
+        }
+
+    # -- reporting ---------------------------------------------------------------------------
+    def _report_loop(self) -> None:
+        warned = False
+        while not self._closing.is_set():
+            self._changed.wait(REPORT_INTERVAL_S)
+            self._changed.clear()
+            member = self.member.status()
+            if member.state is not MemberState.STABLE or not member.member_id:
+                continue
+            tasks = {str(t): {"phase": r.core.phase.value, "positions": [[tp.topic, tp.partition, o] for tp, o in
+                                                                         sorted(r.positions().items())]}
+                     for t, r in list(self._view.items()) if t in member.active}
+            request = ReportTasksRequest(group_id=self.settings.member.application_id, member_id=member.member_id,
+                                         generation=member.generation, endpoint=self.endpoint, tasks=tasks)
+            try:
+                response = self._report_client.call(request, ReportTasksResponse)
+            except CoordinatorUnavailable as e:
+                if not warned:
+                    log.warning("cannot report tasks to the coordinator: %s", e)
+                    warned = True
+                continue
+            warned = False
+            if response.error != "NONE":
+                log.debug("task report refused: %s %s", response.error, response.message)
+
+    # -- closing -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Revoke and commit everything, leave the group, stop serving."""
+        self._closing.set()
+        self.member.close()  # revokes active tasks through the listener (committed, closed)
+        self._state.call(self._close_all)
+        self._state.stop()
+        self.server.shutdown()
+        self._report_client.close()
+        self._reader.close()
+        self.directory.close()
+
+    def _close_all(self) -> None:
+        self._close(frozenset(self._actives), clean=True)
+        for task, state in list(self._standbys.items()):
+            self._updater.remove_standby(task)
+            state.close(clean=True)
+        self._standbys.clear()
+
+    @property
+    def failed(self) -> bool:
+        return self.member.status().state is MemberState.FAILED or self._state.failure is not None
+
+
+class _Listener:
+    """KIP-429's listener, onto the host's task lifecycles."""
+
+    def __init__(self, host: TaskHost) -> None:
+        self._host = host
+
+    def on_tasks_assigned(self, tasks: frozenset[TaskId], generation: int) -> None:
+        self._host.assigned(tasks)
+
+    def on_tasks_revoked(self, tasks: frozenset[TaskId], generation: int) -> None:
+        self._host.revoked(tasks)
+
+    def on_tasks_lost(self, tasks: frozenset[TaskId], generation: int) -> None:
+        self._host.lost(tasks)
+
+
+class BatchServer(flight.FlightServerBase):
+    """Arrow Flight: do_get(ticket = BatchRequest) streams the batch's output rows; actions
+    `commit` (acknowledge a batch) and `status`."""
+
+    def __init__(self, host: TaskHost, bind_host: str, port: int) -> None:
+        super().__init__(f"grpc://{bind_host}:{port}")
+        self._host = host
+        self._bind = bind_host
+        self._thread = threading.Thread(target=self.serve, name="streams-rt-batches", daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return f"grpc://{self._bind}:{self.port}"
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def do_get(self, context: flight.ServerCallContext, ticket: flight.Ticket) -> flight.RecordBatchStream:
+        request = _request(ticket.ticket)
+        try:
+            return flight.RecordBatchStream(self._host.run_batch(request))
+        except BatchError as e:
+            raise e.to_flight() from None
+
+    def do_action(self, context: flight.ServerCallContext, action: flight.Action) -> Iterator[bytes]:
+        if action.type == "commit":
+            try:
+                self._host.commit(_request(action.body.to_pybytes()))
+            except BatchError as e:
+                raise e.to_flight() from None
+            return iter([b"{}"])
+        if action.type == "status":
+            return iter([json.dumps(self._host.status()).encode()])
+        raise BatchError("INVALID", f"unknown action {action.type[:40]!r}; known: commit, status").to_flight()
+
+    def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
+        return [("commit", "acknowledge a batch"), ("status", "the host's tasks")]
+
+
+def _request(body: bytes) -> BatchRequest:
+    try:
+        return BatchRequest.from_bytes(body)
+    except BatchRequestInvalid as e:
+        raise BatchError("INVALID", str(e)).to_flight() from None
+
+
+def load_topology(reference: str) -> Topology:
+    """'module:attr': a Topology, or a callable returning one."""
+    import importlib
+
+    module, _, attr = reference.partition(":")
+    if not module or not attr:
+        raise ValueError(f"a topology reference is 'module:attr', got {reference!r}")
+    found = getattr(importlib.import_module(module), attr)
+    topology = found() if callable(found) and not isinstance(found, Topology) else found
+    if not isinstance(topology, Topology):
+        raise TypeError(f"{reference} is not a Topology (got {type(topology).__name__})")
+    return topology
+

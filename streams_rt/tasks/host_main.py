@@ -1,0 +1,86 @@
+"""The task host as an OS process: `python -m streams_rt.tasks.host_main --config host.json`.
+
+The config file (written by whoever starts the host: the local runtime, or an executor) holds the
+application's properties, the coordinator's address, the topology ('module:attr'), the source
+topics' partition counts (so host and driver agree on the layout), and optionally the instance id,
+the bind address, a parent pid to outlive no longer, and a file where the host writes its endpoint
+once it serves. The host stops cleanly on SIGTERM or SIGINT, when its parent dies, when the
+coordinator asks the application to shut down, or when its member fails."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from streams_rt.atomic_file import atomic_write_bytes
+from streams_rt.tasks.host import HostSettings, TaskHost, load_topology
+from streams_rt.tasks.membership import MemberConfig, MemberState
+
+log = logging.getLogger("streams_rt.tasks.host")
+
+
+def member_config(props: dict[str, Any], coordinator: str, instance_id: str | None) -> MemberConfig:
+    return MemberConfig(
+        application_id=str(props["application.id"]),
+        coordinator_address=coordinator,
+        group_instance_id=instance_id,
+        session_timeout_ms=int(props.get("session.timeout.ms", 45_000)),
+        heartbeat_interval_ms=int(props.get("heartbeat.interval.ms", 3_000)),
+        max_poll_interval_ms=int(props.get("max.poll.interval.ms", 300_000)),
+        upgrade_from=props.get("upgrade.from"),
+        num_stream_threads=int(props.get("num.stream.threads", 1)),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, type=Path)
+    args = parser.parse_args(argv)
+    config = json.loads(args.config.read_text())
+    logging.basicConfig(level=os.environ.get("STREAMS_RT_LOG_LEVEL", "INFO"),
+                        format="%(asctime)s host[%(process)d] %(levelname)s %(name)s: %(message)s")
+    props = config["properties"]
+    topology = load_topology(config["topology"])
+    layout = topology.layout(str(props["application.id"]), config["source_partitions"])
+    settings = HostSettings(
+        properties=props,
+        coordinator_address=config["coordinator"],
+        member=member_config(props, config["coordinator"], config.get("instance_id")),
+        bind_host=config.get("bind_host", "127.0.0.1"),
+        port=int(config.get("port", 0)),
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    host = TaskHost(settings, topology, layout)
+    host.start()
+    if config.get("ready_file"):
+        ready = {"pid": os.getpid(), "endpoint": host.endpoint, "process_id": str(host.directory.process_id)}
+        atomic_write_bytes(Path(config["ready_file"]), json.dumps(ready).encode())
+    parent = config.get("parent_pid")
+    code = 0
+    while not stop.wait(0.5):
+        if parent and os.getppid() != parent:
+            log.warning("parent process %s is gone: stopping", parent)
+            break
+        status = host.member.status()
+        if status.shutdown_requested:
+            log.warning("the application was asked to shut down: stopping")
+            break
+        if host.failed:
+            log.error("stopping: %s", status.failure if status.state is MemberState.FAILED else "the state thread failed")
+            code = 2
+            break
+    host.close()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The host's state thread: the only thread that touches the shared changelog reader, the state
+updater and the tasks' state lifecycles (open, promote, close). Others hand it commands and wait for
+them; between commands it applies changelog records (restores first, then standbys) and reports
+which restores finished."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TypeVar
+
+from streams_rt.state import StateUpdater
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+POLL_TIMEOUT_S = 0.05
+
+
+class StateThreadStopped(RuntimeError):
+    """The state thread is gone (stopped, or failed: `failure` says why); nothing can run on it."""
+
+
+class StateThread:
+    def __init__(self, updater: StateUpdater, after_poll: Callable[[], None], name: str = "state") -> None:
+        """`after_poll` runs on this thread after every poll (the host moves restored tasks on)."""
+        self._updater = updater
+        self._after_poll = after_poll
+        self._commands: queue.SimpleQueue[tuple[Callable[[], object], Future[object]]] = queue.SimpleQueue()
+        self._stopping = threading.Event()
+        self.failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"streams-rt-{name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def call(self, command: Callable[[], T], timeout_s: float | None = None) -> T:
+        """Run `command` on the state thread and return its result (or raise its exception)."""
+        if threading.current_thread() is self._thread:
+            return command()
+        if self._stopping.is_set():
+            raise StateThreadStopped(f"the state thread has stopped ({self.failure or 'shut down'})")
+        future: Future[object] = Future()
+        self._commands.put((command, future))
+        while True:
+            try:
+                return future.result(0.5 if timeout_s is None else timeout_s)  # type: ignore[return-value]
+            except TimeoutError:
+                if timeout_s is not None:
+                    raise
+                if not self._thread.is_alive():
+                    raise StateThreadStopped(f"the state thread has stopped ({self.failure})") from None
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._drain()
+                self._updater.poll(time.monotonic_ns() // 1_000_000, POLL_TIMEOUT_S)
+                self._after_poll()
+            except Exception as e:  # a restore that cannot go on: the host must notice and stop
+                log.exception("state thread failed")
+                self.failure = e
+                self._stopping.set()
+        self._drain()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                command, future = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(command())
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                future.set_exception(e)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        self._stopping.set()
+        self._thread.join(timeout_s)

@@ -1,0 +1,116 @@
+"""An active task's lifecycle and which batches it accepts, as a pure state machine.
+
+    CREATED --restoring--> RESTORING --restored--> RUNNING --suspend--> SUSPENDED --close--> CLOSED
+    (any but CLOSED) --close--> CLOSED
+
+A batch names, per input partition, the offset range to process. A RUNNING task runs a batch that
+starts exactly at its committed positions; the batch it applied last may be asked for again (Spark
+retries a task whose outcome it never saw) and is answered from what was kept, never applied twice.
+Anything else is refused with a typed reason the caller can act on."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from streams_rt.protocol import TaskId, TopicPartition
+
+Ranges = Mapping[TopicPartition, tuple[int, int]]  # partition -> [start, end)
+
+
+class TaskPhase(enum.Enum):
+    CREATED = "CREATED"
+    RESTORING = "RESTORING"
+    RUNNING = "RUNNING"
+    SUSPENDED = "SUSPENDED"
+    CLOSED = "CLOSED"
+
+
+TRANSITIONS: Mapping[TaskPhase, frozenset[TaskPhase]] = {
+    TaskPhase.CREATED: frozenset({TaskPhase.RESTORING, TaskPhase.CLOSED}),
+    TaskPhase.RESTORING: frozenset({TaskPhase.RUNNING, TaskPhase.CLOSED}),
+    TaskPhase.RUNNING: frozenset({TaskPhase.SUSPENDED, TaskPhase.CLOSED}),
+    TaskPhase.SUSPENDED: frozenset({TaskPhase.CLOSED}),
+    TaskPhase.CLOSED: frozenset(),
+}
+
+
+class IllegalTaskTransition(RuntimeError):
+    def __init__(self, task: TaskId, frm: TaskPhase, to: TaskPhase) -> None:
+        super().__init__(f"task {task}: invalid transition {frm.value} -> {to.value}")
+
+
+class Refusal(enum.Enum):
+    """Why a batch was refused; all are retriable except WRONG_PARTITIONS."""
+
+    NOT_OWNER = "NOT_OWNER"  # this host does not run the task (moved, never assigned, closing)
+    RESTORING = "RESTORING"  # it will, once its state is restored
+    OUT_OF_ORDER = "OUT_OF_ORDER"  # the range does not start at the task's committed positions
+    WRONG_PARTITIONS = "WRONG_PARTITIONS"  # the request names other partitions than the task reads
+
+    @property
+    def retriable(self) -> bool:
+        return self is not Refusal.WRONG_PARTITIONS
+
+
+@dataclass(frozen=True)
+class Admission:
+    """RUN the batch, REPLAY the last one from what was kept, or refuse (`refusal` set)."""
+
+    run: bool = False
+    replay: bool = False
+    refusal: Refusal | None = None
+    reason: str = ""
+
+
+class ActiveTask:
+    def __init__(self, task: TaskId, inputs: frozenset[TopicPartition]) -> None:
+        self.task = task
+        self.inputs = inputs
+        self.phase = TaskPhase.CREATED
+        self.positions: dict[TopicPartition, int] = {}  # committed: the next offset to process
+        self.last_ranges: dict[TopicPartition, tuple[int, int]] | None = None
+
+    def move(self, to: TaskPhase) -> None:
+        if to not in TRANSITIONS[self.phase]:
+            raise IllegalTaskTransition(self.task, self.phase, to)
+        self.phase = to
+
+    def restored(self, positions: Mapping[TopicPartition, int], last_ranges: Ranges | None) -> None:
+        """RESTORING -> RUNNING, at the committed positions, knowing the batch applied last."""
+        missing = self.inputs - set(positions)
+        if missing:
+            raise ValueError(f"task {self.task}: no committed position for {sorted(missing)}")
+        self.move(TaskPhase.RUNNING)
+        self.positions = dict(positions)
+        self.last_ranges = dict(last_ranges) if last_ranges is not None else None
+
+    def admit(self, ranges: Ranges) -> Admission:
+        if self.phase in (TaskPhase.CREATED, TaskPhase.RESTORING):
+            return Admission(refusal=Refusal.RESTORING, reason=f"task {self.task} is {self.phase.value} here")
+        if self.phase is not TaskPhase.RUNNING:
+            return Admission(refusal=Refusal.NOT_OWNER, reason=f"task {self.task} is {self.phase.value} here")
+        if set(ranges) != self.inputs:
+            return Admission(refusal=Refusal.WRONG_PARTITIONS,
+                             reason=f"task {self.task} reads {sorted(map(str, self.inputs))}, "
+                                    f"the batch names {sorted(map(str, ranges))}")
+        bad = [f"{tp}: [{s}, {e})" for tp, (s, e) in ranges.items() if not s <= e]
+        if bad:
+            return Admission(refusal=Refusal.WRONG_PARTITIONS, reason=f"empty-or-negative ranges {bad}")
+        if self.last_ranges is not None and dict(ranges) == self.last_ranges:
+            return Admission(replay=True)
+        starts = {tp: start for tp, (start, _) in ranges.items()}
+        if starts != self.positions:
+            return Admission(refusal=Refusal.OUT_OF_ORDER,
+                             reason=f"task {self.task} is at {_fmt(self.positions)}, the batch starts at {_fmt(starts)}")
+        return Admission(run=True)
+
+    def applied(self, ranges: Ranges) -> None:
+        """The batch is durable: the positions move to its ends."""
+        self.positions = {tp: end for tp, (_, end) in ranges.items()}
+        self.last_ranges = dict(ranges)
+
+
+def _fmt(positions: Mapping[TopicPartition, int]) -> str:
+    return ", ".join(f"{tp}@{offset}" for tp, offset in sorted(positions.items()))
