@@ -1,5 +1,6 @@
-"""The end offsets of many partitions in one request (the last stable offset: what a read_committed
-consumer can read), retried while new topics settle."""
+"""The end offsets of many partitions in one request, retried while new topics settle: the last
+stable offset (what a read_committed consumer can read) or the high watermark (which also counts
+records of transactions whose markers are not written yet)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,16 @@ from streams_rt.kafka.watermarks import RETRIABLE
 from streams_rt.protocol import TopicPartition
 
 
-def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeout_s: float = 30.0) -> dict[TopicPartition, int]:
+def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeout_s: float = 30.0,
+                read_committed: bool = True) -> dict[TopicPartition, int]:
     wanted = sorted(set(partitions))
     if not wanted:
         return {}
     deadline = time.monotonic() + timeout_s
     while True:
         futures = admin.list_offsets({KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.latest() for tp in wanted},
-                                     isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout_s)
+                                     isolation_level=IsolationLevel.READ_COMMITTED if read_committed
+                                     else IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout_s)
         try:
             return {TopicPartition(k.topic, k.partition): f.result().offset for k, f in futures.items()}
         except KafkaException as exc:

@@ -120,3 +120,9 @@ class HostClient:
 
     def close(self) -> None:
         self._client.close()
+
+    def __enter__(self) -> HostClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -58,6 +58,9 @@ class BatchLoop:
         self.application_id = application_id
         self.max_records_per_task = max_records_per_task
         self.positions: dict[TopicPartition, int] = {}  # where each input partition's next batch starts
+        # Batches that could not run: fixed once planned (as Spark's offset log fixes them), so they
+        # are asked for again, with the same ranges, from the task's owner at that time.
+        self.pending: dict[TaskId, PlannedBatch] = {}
         self._coordinator = GroupClient(coordinator_address)
         self._admin = AdminClient({"bootstrap.servers": bootstrap_servers})
         self._hosts: dict[str, HostClient] = {}
@@ -73,17 +76,19 @@ class BatchLoop:
             for tp in status.inputs:
                 if tp not in self.positions and tp in status.positions:
                     self.positions[tp] = status.positions[tp]
-        ends = end_offsets(self._admin, [tp for s in running.values() for tp in s.inputs])
-        latest = latest_positions(self.positions, running, ends, self.max_records_per_task)
-        batches = plan(self.positions, latest, running, generation)
+        retries = [PlannedBatch(t, s.endpoint or "", generation, self.pending[t].ranges)
+                   for t, s in running.items() if t in self.pending]
+        fresh = {t: s for t, s in running.items() if t not in self.pending}
+        ends = end_offsets(self._admin, [tp for s in fresh.values() for tp in s.inputs])
+        latest = latest_positions(self.positions, fresh, ends, self.max_records_per_task)
+        batches = retries + plan(self.positions, latest, fresh, generation)
         result = BatchResult()
         for batch, outcome in zip(batches, self._pool.map(self._run, batches)):
             if isinstance(outcome, BatchError):
                 result.refused[batch.task] = outcome.code
-                if outcome.code == "OUT_OF_ORDER":  # follow the owner's positions from its next report
-                    for tp in batch.ranges:
-                        self.positions.pop(tp, None)
+                self.pending[batch.task] = batch
                 continue
+            self.pending.pop(batch.task, None)
             result.outputs[batch.task] = outcome
             result.records[batch.task] = batch.records
             for tp, (_, end) in batch.ranges.items():
@@ -104,9 +109,11 @@ class BatchLoop:
             return e
 
     def lag(self, statuses: Mapping[TaskId, TaskStatus]) -> int:
-        """Records between the loop's positions and the input partitions' ends."""
+        """Offsets between the loop's positions and the input partitions' high watermarks: 0 only
+        once everything written (transactions whose markers are still on their way included) has
+        been processed."""
         tps = [tp for s in statuses.values() for tp in s.inputs]
-        ends = end_offsets(self._admin, tps)
+        ends = end_offsets(self._admin, tps, read_committed=False)
         return sum(max(0, ends[tp] - self.positions.get(tp, 0)) for tp in tps)
 
     def close(self) -> None:

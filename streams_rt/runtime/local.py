@@ -71,14 +71,16 @@ class LocalApplication:
     application's Kafka-style properties (application.id, bootstrap.servers, state.dir, ...)."""
 
     def __init__(self, topology: str, properties: Mapping[str, Any], work_dir: Path, hosts: int = 2,
-                 host_properties: Mapping[str, Any] | None = None) -> None:
+                 host_properties: Mapping[str, Any] | None = None, topology_args: Mapping[str, Any] | None = None,
+                 ) -> None:
         self.topology_ref = topology
+        self.topology_args = dict(topology_args or {})
         self.properties = dict(properties)
         self.application_id = str(properties["application.id"])
         self.bootstrap = str(properties["bootstrap.servers"])
         self.work_dir = work_dir
         work_dir.mkdir(parents=True, exist_ok=True)
-        self.topology = load_topology(topology)
+        self.topology = load_topology(topology, self.topology_args)
         self._admin = AdminClient({"bootstrap.servers": self.bootstrap})
         self.partitions = source_partitions(self._admin, self.topology)
         self.layout = self.topology.layout(self.application_id, self.partitions)
@@ -97,17 +99,20 @@ class LocalApplication:
             self.start_host(f"host-{i}")
 
     # -- hosts ---------------------------------------------------------------------------------
-    def start_host(self, name: str, **overrides: Any) -> HostProcess:
-        """A host process; its state lives in `<work_dir>/<name>/state` (kept across restarts)."""
+    def start_host(self, name: str, env: Mapping[str, str] | None = None,
+                   properties: Mapping[str, Any] | None = None) -> HostProcess:
+        """A host process; its state lives in `<work_dir>/<name>/state` (kept across restarts).
+        `properties` are this host's own; `env` extra environment (e.g. fault points)."""
         directory = self.work_dir / name
         directory.mkdir(exist_ok=True)
-        props = {**self.properties, "state.dir": str(directory / "state"), **self._host_properties, **overrides}
+        props = {**self.properties, "state.dir": str(directory / "state"), **self._host_properties, **(properties or {})}
         ready = directory / "ready.json"
         ready.unlink(missing_ok=True)
         config = {
             "properties": props,
             "coordinator": self.coordinator.address,
             "topology": self.topology_ref,
+            "topology_args": self.topology_args,
             "source_partitions": self.partitions,
             "instance_id": None,
             "ready_file": str(ready),
@@ -116,7 +121,8 @@ class LocalApplication:
         config_file = directory / "host.json"
         config_file.write_text(json.dumps(config))
         log_file = directory / "host.log"
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+        env = dict(os.environ, **(env or {}),
+                   PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
         with open(log_file, "ab") as out:
             proc = subprocess.Popen([sys.executable, "-m", "streams_rt.tasks.host_main", "--config", str(config_file)],
                                     stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(REPO_ROOT))

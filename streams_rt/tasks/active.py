@@ -23,6 +23,7 @@ from streams_rt.state import Mode, StoreSpec, TaskState, WindowSpec
 from streams_rt.state.stores import KeyValueStore
 from streams_rt.tasks import batch_record
 from streams_rt.tasks.execution.runner import DeserializationHandler, SubtopologyRunner
+from streams_rt.tasks.faults import Faults
 from streams_rt.tasks.input_reader import read_ranges
 from streams_rt.tasks.output import OutputSchema
 from streams_rt.tasks.task import ActiveTask, Admission, Ranges, Refusal, TaskPhase
@@ -62,13 +63,15 @@ def store_specs(topology: Topology, subtopology: int) -> list[StoreSpec]:
 
 class ActiveTaskRunner:
     def __init__(self, task: TaskId, topology: Topology, layout: TopologyLayout, state: TaskState,
-                 consumer_factory: Callable[[], Consumer], settings: ProcessingSettings) -> None:
+                 consumer_factory: Callable[[], Consumer], settings: ProcessingSettings,
+                 faults: Faults | None = None) -> None:
         self.task = task
         self.core = ActiveTask(task, frozenset(layout.input_partitions(task)))
         self.state = state
         self._topology = topology
         self._consumer_factory = consumer_factory
         self._settings = settings
+        self._faults = faults or Faults()
         self._output = OutputSchema(topology)
         self._consumer: Consumer | None = None
         self._runner: SubtopologyRunner | None = None
@@ -148,12 +151,14 @@ class ActiveTaskRunner:
             output = self._output.to_batch(runner.take_output(), str(self.task))
             self._record(ranges, output)
             ends = {tp: end for tp, (_, end) in ranges.items()}
+            self._faults.reached("before_commit", self.task)
             if self._settings.exactly_once:
                 self.state.commit(ends, consumer.consumer_group_metadata())
             else:
                 self.state.commit()
                 consumer.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in ends.items()],
                                 asynchronous=False)
+            self._faults.reached("after_commit", self.task)
         except BaseException:
             runner.abort()
             self.state.rollback()

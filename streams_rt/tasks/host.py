@@ -26,6 +26,7 @@ from streams_rt.rpc.messages import ReportTasksRequest, ReportTasksResponse
 from streams_rt.state import ConsoleRestoreListener, Mode, StateConfig, StateUpdater, TaskState
 from streams_rt.tasks.active import ActiveTaskRunner, BatchRefused, ProcessingSettings, store_specs
 from streams_rt.tasks.execution.runner import DeserializationHandler, ProcessingFailed
+from streams_rt.tasks.faults import Faults
 from streams_rt.tasks.group_member import GroupMember
 from streams_rt.tasks.input_reader import InputUnavailable, input_consumer
 from streams_rt.tasks.membership import MemberConfig, MemberState
@@ -70,6 +71,7 @@ class TaskHost:
         self.settings = settings
         self.topology, self.layout = topology, layout
         self._processing = settings.processing
+        self._faults = Faults.from_environment()
         self._state_config = StateConfig.from_properties(settings.properties)
         self.directory = self._state_config.open_state_directory()
         self._reader = self._state_config.changelog_reader(ConsoleRestoreListener())
@@ -110,7 +112,8 @@ class TaskHost:
                 self._updater.remove_standby(task)
             else:
                 state = self._new_state(task)
-            runner = ActiveTaskRunner(task, self.topology, self.layout, state, self._new_consumer, self._processing)
+            runner = ActiveTaskRunner(task, self.topology, self.layout, state, self._new_consumer, self._processing,
+                                      self._faults)
             self._actives[task] = runner
             runner.start_restore()
             log.info("task %s: active here, %s", task, "promoting its standby" if state.mode is not Mode.CREATED
@@ -326,15 +329,16 @@ def _request(body: bytes) -> BatchRequest:
         raise BatchError("INVALID", str(e)).to_flight() from None
 
 
-def load_topology(reference: str) -> Topology:
-    """'module:attr': a Topology, or a callable returning one."""
+def load_topology(reference: str, args: Mapping[str, Any] | None = None) -> Topology:
+    """'module:attr': a Topology, or a callable returning one (called with `args`, e.g. topic
+    names read from the application's configuration)."""
     import importlib
 
     module, _, attr = reference.partition(":")
     if not module or not attr:
         raise ValueError(f"a topology reference is 'module:attr', got {reference!r}")
     found = getattr(importlib.import_module(module), attr)
-    topology = found() if callable(found) and not isinstance(found, Topology) else found
+    topology = found(**(args or {})) if callable(found) and not isinstance(found, Topology) else found
     if not isinstance(topology, Topology):
         raise TypeError(f"{reference} is not a Topology (got {type(topology).__name__})")
     return topology

@@ -1,0 +1,36 @@
+"""Crash points for fault tests: `STREAMS_RT_FAULTS=before_commit:1_0,after_commit:*` makes a host
+kill itself with SIGKILL when a task reaches that step, exactly as `kill -9` would at that moment.
+Unset (always, outside tests), nothing happens."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+
+from streams_rt.protocol import TaskId
+
+log = logging.getLogger(__name__)
+
+ENV = "STREAMS_RT_FAULTS"
+POINTS = frozenset({"before_commit", "after_commit"})
+
+
+class Faults:
+    def __init__(self, spec: str = "") -> None:
+        self._armed: set[tuple[str, str]] = set()
+        for item in filter(None, (part.strip() for part in spec.split(","))):
+            point, _, task = item.partition(":")
+            if point not in POINTS or not task:
+                raise ValueError(f"{ENV}: {item!r} is not <point>:<task|*> with a point in {sorted(POINTS)}")
+            self._armed.add((point, task))
+
+    @classmethod
+    def from_environment(cls) -> Faults:
+        return cls(os.environ.get(ENV, ""))
+
+    def reached(self, point: str, task: TaskId) -> None:
+        if (point, str(task)) in self._armed or (point, "*") in self._armed:
+            log.warning("fault injection: killing this host at %s of task %s", point, task)
+            logging.shutdown()
+            os.kill(os.getpid(), signal.SIGKILL)

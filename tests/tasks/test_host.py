@@ -1,0 +1,256 @@
+"""Task hosts as OS processes on the real broker and real RocksDB, driven by the batch loop: each
+topology's results equal a reference computed in plain Python; crashes (kill -9 at exact steps, or
+of a whole host) lose nothing and, under exactly_once_v2, count nothing twice."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from streams_rt.kafka.dev_broker import BrokerInfo
+from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
+from streams_rt.runtime.batch_loop import BatchLoop
+from streams_rt.runtime.local import LocalApplication
+from tests.tasks import topologies
+from tests.tasks.topologies import I64, S
+
+pytestmark = pytest.mark.broker
+
+FAST = {"heartbeat.interval.ms": 300, "session.timeout.ms": 6000, "commit.interval.ms": 500,
+        "max.poll.interval.ms": 30000}
+
+
+class Apps:
+    """Applications made by a test, each with its own application.id and topics; always closed."""
+
+    def __init__(self, broker: BrokerInfo, tmp_path: Path) -> None:
+        self.bootstrap = broker.bootstrap_servers
+        self.tmp_path = tmp_path
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        self.apps: list[tuple[LocalApplication, BatchLoop]] = []
+        self.suffix = uuid.uuid4().hex[:8]
+
+    def topic(self, name: str) -> str:
+        """Tests share one broker: topic names get this test's suffix."""
+        return f"{name}-{self.suffix}"
+
+    def create_topics(self, partitions: dict[str, int]) -> None:
+        futures = self.admin.create_topics([NewTopic(self.topic(t), n, 1) for t, n in partitions.items()])
+        for future in futures.values():
+            future.result()
+
+    def produce(self, topic: str, records: list[tuple[str | None, bytes | None, int]]) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap, "partitioner": "murmur2_random"})
+        for key, value, ts in records:
+            producer.produce(self.topic(topic), value, None if key is None else key.encode(), timestamp=ts)
+        assert producer.flush(30) == 0
+        producer.close()
+
+    def start(self, topology: str, hosts: int = 2, **props: Any) -> tuple[LocalApplication, BatchLoop]:
+        properties = {"application.id": f"app-{uuid.uuid4().hex[:10]}", "bootstrap.servers": self.bootstrap,
+                      **FAST, **props}
+        app = LocalApplication(f"tests.tasks.topologies:{topology}", properties,
+                               self.tmp_path / properties["application.id"], hosts=hosts,
+                               topology_args={"suffix": f"-{self.suffix}"})
+        loop = app.loop(max_records_per_task=props.get("max.records.per.task.per.batch", 500))
+        self.apps.append((app, loop))
+        app.wait_until_running(loop)
+        return app, loop
+
+    def close(self) -> None:
+        for app, loop in self.apps:
+            loop.close()
+            app.close()
+
+
+@pytest.fixture
+def apps(kafka_broker: BrokerInfo, tmp_path: Path) -> Iterator[Apps]:
+    made = Apps(kafka_broker, tmp_path)
+    yield made
+    made.close()
+
+
+def drain(loop: BatchLoop, timeout_s: float = 120.0) -> list[tuple[Any, Any]]:
+    """Run batches until every input is processed; the output rows (key, value), in order."""
+    rows: list[tuple[Any, Any]] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        result = loop.run_once()
+        rows += output_rows(result.rows())
+        if not result.records and not result.refused:
+            _, statuses = loop.status()
+            if loop.lag(statuses) == 0:
+                return rows
+            time.sleep(0.05)  # transaction markers on their way: the writes become readable soon
+    raise AssertionError(f"inputs not drained within {timeout_s} s")
+
+
+def output_rows(table: pa.Table | None) -> list[tuple[Any, Any]]:
+    return [] if table is None else list(zip(table.column("key").to_pylist(), table.column("value").to_pylist()))
+
+
+def last_values(rows: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    return dict(rows)
+
+
+LINES = [" ".join(f"w{(i * 7 + j) % 17}" for j in range(i % 5 + 1)) for i in range(600)]
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+def test_word_count_through_a_repartition_topic(apps: Apps, guarantee: str) -> None:
+    apps.create_topics({"wc-lines": 3, "wc-counts": 3})
+    apps.produce("wc-lines", [(f"line-{i}", line.encode(), 1_000 + i) for i, line in enumerate(LINES)])
+    app, loop = apps.start("word_count", **{"processing.guarantee": guarantee})
+    rows = drain(loop)
+    assert last_values(rows) == topologies.word_count_reference(LINES)
+    assert {t.subtopology for t in app.owners(loop)} == {0, 1}
+
+
+def test_windowed_page_views(apps: Apps) -> None:
+    apps.create_topics({"pv-views": 2, "pv-counts": 2})
+    views = [(f"page-{i % 5}", 1_700_000_000_000 + (i * 7_919) % 400_000) for i in range(800)]
+    apps.produce("pv-views", [(page, b"view", ts) for page, ts in views])
+    _, loop = apps.start("page_views")
+    rows = drain(loop)
+    found = {(key["key"], int(key["start"].timestamp() * 1000)): count for key, count in rows}  # the last update wins
+    assert found == topologies.page_views_reference(views, 2)
+
+
+def test_stream_table_join(apps: Apps) -> None:
+    apps.create_topics({"eo-customers": 2, "eo-orders": 2, "eo-enriched": 2})
+    apps.produce("eo-customers", [(f"c{i}", f"name-{i}".encode(), 1_000) for i in range(20)])
+    apps.produce("eo-orders", [(f"c{i % 25}", f"order-{i}".encode(), 2_000 + i) for i in range(100)])
+    _, loop = apps.start("enrich_orders")
+    rows = drain(loop)
+    expected = Counter((f"c{i % 25}", f"order-{i}:name-{i % 25}") for i in range(100) if i % 25 < 20)
+    assert Counter(rows) == expected
+
+
+def test_processor_api_store_and_punctuation(apps: Apps) -> None:
+    apps.create_topics({"dd-events": 1, "dd-firsts": 1})
+    events = [("a", 0), ("b", 40), ("a", 90), ("c", 150), ("a", 160), ("d", 420), ("e", 430)]
+    apps.produce("dd-events", [(k, b"v", 1_000_000 + ts) for k, ts in events])
+    _, loop = apps.start("deduplicate", **{"max.records.per.task.per.batch": 3})  # batches of 3: state carries over
+    rows = drain(loop)
+    assert rows == [("a", "v"), ("distinct", "1"), ("b", "v"), ("c", "v"), ("distinct", "3"), ("d", "v"),
+                    ("distinct", "4"), ("e", "v")]
+
+
+def read_committed(apps: Apps, topic: str) -> list[tuple[bytes, bytes]]:
+    consumer = Consumer({"bootstrap.servers": apps.bootstrap, "group.id": "check", "isolation.level": "read_committed",
+                         "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+    metadata = consumer.list_topics(apps.topic(topic), timeout=10).topics[apps.topic(topic)]
+    partitions = list(metadata.partitions)
+    consumer.assign([KafkaTopicPartition(apps.topic(topic), p, 0) for p in partitions])
+    out, done = [], set()
+    while len(done) < len(partitions):
+        message = consumer.poll(10)
+        assert message is not None, "output topic read stalled"
+        if message.error():
+            done.add(message.partition())
+            continue
+        out.append((message.key(), message.value()))
+    consumer.close()
+    return out
+
+
+@pytest.mark.parametrize("point", ["before_commit", "after_commit"])
+def test_exactly_once_replay_after_kill_9_equals_a_single_run(apps: Apps, point: str) -> None:
+    """kill -9 the host at an exact step of task 1_0's batch (its writes sent; before or after the
+    commit); the batch, fixed once planned, is asked for again on the restarted host. Output rows,
+    the output topic and the counts equal a run without the crash."""
+    apps.create_topics({"wc-lines": 1, "wc-counts": 1})
+    apps.produce("wc-lines", [(f"line-{i}", line.encode(), 1_000 + i) for i, line in enumerate(LINES)])
+    settings = {"processing.guarantee": "exactly_once_v2", "max.records.per.task.per.batch": 100_000}
+    _, clean_loop = apps.start("word_count", hosts=1, **settings)
+    clean_rows = drain(clean_loop)
+
+    app, loop = apps.start("word_count", hosts=1, **settings)
+    app.stop_host("host-0")
+    app.start_host("host-0", env={"STREAMS_RT_FAULTS": f"{point}:1_0"})
+    app.wait_until_running(loop)
+    rows = drain_until_dead(loop, app.hosts["host-0"].proc)
+    assert app.stop_host("host-0") == -9
+    assert loop.pending, "the interrupted batch waits to be asked for again"
+    app.start_host("host-0")  # same state directory: restores what was committed
+    app.wait_until_running(loop)
+    rows += drain(loop)
+    assert Counter(rows) == Counter(clean_rows)
+    assert last_values(rows) == topologies.word_count_reference(LINES)
+    outputs = read_committed(apps, "wc-counts")
+    assert len(outputs) == len(clean_rows) * 2  # both runs wrote to the one output topic, once each
+
+
+def drain_until_dead(loop: BatchLoop, proc: Any, timeout_s: float = 120.0) -> list[tuple[Any, Any]]:
+    rows: list[tuple[Any, Any]] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        rows += output_rows(loop.run_once().rows())
+        if proc.poll() is not None:
+            return rows
+        time.sleep(0.05)
+    raise AssertionError("the fault point was never reached")
+
+
+def test_kill_9_of_a_host_fails_over_to_its_standby(apps: Apps) -> None:
+    apps.create_topics({"wc-lines": 2, "wc-counts": 2})
+    apps.produce("wc-lines", [(f"line-{i}", line.encode(), 1_000 + i) for i, line in enumerate(LINES)])
+    app, loop = apps.start("word_count", hosts=2, **{"processing.guarantee": "exactly_once_v2",
+                                                      "num.standby.replicas": 1})
+    rows = []
+    for _ in range(3):
+        rows += output_rows(loop.run_once().rows())
+    app.stop_host("host-0", kill=True)
+    rows += drain(loop)
+    assert last_values(rows) == topologies.word_count_reference(LINES)
+    owners = app.owners(loop)
+    assert len({o for o in owners.values()}) == 1  # everything now on the survivor
+
+
+def test_deserialization_errors_fail_or_are_skipped_by_the_handler(apps: Apps) -> None:
+    apps.create_topics({"nb-in": 1, "nb-out": 1})
+    good = [(f"k{i}", i.to_bytes(8, "big"), 1_000 + i) for i in range(5)]
+    apps.produce("nb-in", good[:2] + [("bad", b"not-a-long", 1_002)] + good[2:])
+    _, loop = apps.start("numbers", hosts=1)
+    with pytest.raises(BatchError) as failure:
+        drain(loop)
+    assert failure.value.code == "FAILED" and not failure.value.retriable
+    assert failure.value.detail == {"topic": apps.topic("nb-in"), "partition": 0, "offset": 2}
+    _, loop = apps.start("numbers", hosts=1, **{"deserialization.exception.handler": "log_and_continue"})
+    assert drain(loop) == [(f"k{i}", i * 2) for i in range(5)]
+
+
+def test_stale_and_foreign_batch_calls_are_refused(apps: Apps) -> None:
+    apps.create_topics({"nb-in": 2, "nb-out": 2})
+    apps.produce("nb-in", [(f"k{i}", i.to_bytes(8, "big"), 1_000 + i) for i in range(20)])
+    app, loop = apps.start("numbers", hosts=2)
+    generation, statuses = loop.status()
+    task = TaskId(0, 0)
+    owner = statuses[task]
+    other = next(h.endpoint for h in app.hosts.values() if h.endpoint != owner.endpoint)
+    tp = TopicPartition(apps.topic("nb-in"), 0)
+    start = owner.positions[tp]
+    with HostClient(str(other)) as foreign, HostClient(str(owner.endpoint)) as client:
+        with pytest.raises(BatchError, match="NOT_OWNER") as refused:
+            foreign.run_batch(BatchRequest(task, generation, {tp: (start, start + 1)}))
+        assert refused.value.retriable
+        with pytest.raises(BatchError, match="OUT_OF_ORDER"):
+            client.run_batch(BatchRequest(task, generation, {tp: (start + 1, start + 2)}))
+        with pytest.raises(BatchError, match="WRONG_PARTITIONS") as wrong:
+            client.run_batch(BatchRequest(task, generation, {TopicPartition("elsewhere", 0): (0, 1)}))
+        assert not wrong.value.retriable
+        assert generation >= 1
+        table = client.run_batch(BatchRequest(task, generation - 1, {tp: (start, start + 1)}))  # an older plan
+        assert isinstance(table, pa.Table) and table.num_rows == 1
+        assert client.run_batch(BatchRequest(task, generation, {tp: (start, start + 1)})).equals(table)  # a replay
