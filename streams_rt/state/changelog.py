@@ -91,6 +91,10 @@ class ChangelogWriter:
             # Keyed records land where Java's default partitioner puts them (repartition and sink
             # topics are read by partition); keyless ones go anywhere.
             "partitioner": "murmur2_random",
+            # A batch sends its repartition and sink records in one go: let the local queue hold
+            # them rather than stall the batch on BufferError (bounded by bytes as well).
+            "queue.buffering.max.messages": 2_000_000,
+            "queue.buffering.max.kbytes": 256 * 1024,
             "on_delivery": self._on_delivery,
         }
         if transactional_id is not None:
@@ -125,6 +129,18 @@ class ChangelogWriter:
                 return
             except BufferError:
                 self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
+
+    def send_many(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None, int]]) -> None:
+        """Records for one topic, partitioned by key: (key, value, timestamp; 0 means now)."""
+        self._begin()
+        produce, poll = self._producer.produce, self._producer.poll
+        for key, value, timestamp in records:
+            while True:
+                try:
+                    produce(topic, value, key, timestamp=timestamp)
+                    break
+                except BufferError:
+                    poll(0.05)
 
     def _begin(self) -> None:
         if self._transactional and not self._in_transaction:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from streams_rt.protocol import TaskId, TopicPartition
@@ -256,11 +256,11 @@ class TaskState:
     def offset_sum(self) -> int:
         return offset_sum(self.offsets)
 
-    def send(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int) -> None:
-        """A record for a sink or repartition topic, through the task's producer (inside its
-        transaction under exactly-once); the partitioner picks the partition by key."""
+    def send(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None, int]]) -> None:
+        """Records (key, value, timestamp) for a sink or repartition topic, through the task's
+        producer (inside its transaction under exactly-once); partitioned by key."""
         self._require("send records", Mode.ACTIVE)
-        self._active_writer("send records").send(topic, None, key, value, timestamp)
+        self._active_writer("send records").send_many(topic, records)
 
     def rollback(self) -> None:
         """A failed batch: every store drops its uncommitted writes, and the producer what it can

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ from streams_rt.state.stores import KeyValueStore
 from streams_rt.tasks import batch_record
 from streams_rt.tasks.execution.runner import DeserializationHandler, SubtopologyRunner
 from streams_rt.tasks.faults import Faults
-from streams_rt.tasks.input_reader import read_ranges
+from streams_rt.tasks.input_reader import InputReader
 from streams_rt.tasks.output import OutputSchema
 from streams_rt.tasks.task import ActiveTask, Admission, Ranges, Refusal, TaskPhase
 from streams_rt.topology import Topology, TopologyLayout
@@ -38,6 +39,24 @@ class BatchRefused(Exception):
     def __init__(self, refusal: Refusal, reason: str) -> None:
         super().__init__(f"{refusal.value}: {reason}")
         self.refusal, self.reason = refusal, reason
+
+
+@dataclass
+class BatchTimings:
+    """Where a task's batches spent their time (seconds, summed): reading the input, processing it
+    (deserialization, user code, repartition and sink sends), flushing the caches (store writes,
+    changelog sends, downstream), committing (transaction or flush, RocksDB, checkpoint)."""
+
+    batches: int = 0
+    records: int = 0
+    consume_s: float = 0.0
+    process_s: float = 0.0
+    flush_s: float = 0.0
+    commit_s: float = 0.0
+
+    def add(self, other: BatchTimings) -> None:
+        for name in ("batches", "records", "consume_s", "process_s", "flush_s", "commit_s"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
 @dataclass(frozen=True)
@@ -74,9 +93,11 @@ class ActiveTaskRunner:
         self._faults = faults or Faults()
         self._output = OutputSchema(topology)
         self._consumer: Consumer | None = None
+        self._reader: InputReader | None = None
         self._runner: SubtopologyRunner | None = None
         self._kept: pa.Table | None = None  # output of the last batch, for a replay
         self._kept_chunks = 0
+        self.timings = BatchTimings()
         self.lock = threading.Lock()  # one batch at a time; revocation waits for it
 
     # -- lifecycle (the host's state thread) ---------------------------------------------------
@@ -99,6 +120,7 @@ class ActiveTaskRunner:
         assert isinstance(batch_store, KeyValueStore)
         last = batch_record.decode(batch_store.get)
         self._consumer = self._consumer_factory()
+        self._reader = InputReader(self._consumer)
         if last is not None:
             positions = {tp: end for tp, (_, end) in last.ranges.items()}
             self._kept, self._kept_chunks = last.table(), last.chunks
@@ -142,14 +164,19 @@ class ActiveTaskRunner:
             return self._run(ranges)
 
     def _run(self, ranges: Ranges) -> pa.Table:
-        runner, consumer = self._runner, self._consumer
-        assert runner is not None and consumer is not None  # RUNNING
+        runner, consumer, reader = self._runner, self._consumer, self._reader
+        assert runner is not None and consumer is not None and reader is not None  # RUNNING
+        t = self.timings
         try:
-            batch = read_ranges(consumer, ranges)
+            started = time.perf_counter()
+            batch = reader.read(ranges)
+            consumed = time.perf_counter()
             runner.process(batch)
+            processed = time.perf_counter()
             runner.flush()
             output = self._output.to_batch(runner.take_output(), str(self.task))
             self._record(ranges, output)
+            flushed = time.perf_counter()
             ends = {tp: end for tp, (_, end) in ranges.items()}
             self._faults.reached("before_commit", self.task)
             if self._settings.exactly_once:
@@ -163,6 +190,12 @@ class ActiveTaskRunner:
             runner.abort()
             self.state.rollback()
             raise
+        t.batches += 1
+        t.records += sum(len(records) for records in batch.values())
+        t.consume_s += consumed - started
+        t.process_s += processed - consumed
+        t.flush_s += flushed - processed
+        t.commit_s += time.perf_counter() - flushed
         self.core.applied(ranges)
         self._kept = pa.Table.from_batches([output])
         return self._kept

@@ -8,8 +8,10 @@ the coordinator, for each active task, its phase and committed positions."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -24,7 +26,7 @@ from streams_rt.rpc.batches import BatchError, BatchRequest, BatchRequestInvalid
 from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
 from streams_rt.rpc.messages import ReportTasksRequest, ReportTasksResponse
 from streams_rt.state import ConsoleRestoreListener, Mode, StateConfig, StateUpdater, TaskState
-from streams_rt.tasks.active import ActiveTaskRunner, BatchRefused, ProcessingSettings, store_specs
+from streams_rt.tasks.active import ActiveTaskRunner, BatchRefused, BatchTimings, ProcessingSettings, store_specs
 from streams_rt.tasks.execution.runner import DeserializationHandler, ProcessingFailed
 from streams_rt.tasks.faults import Faults
 from streams_rt.tasks.group_member import GroupMember
@@ -81,6 +83,7 @@ class TaskHost:
         self._standbys: dict[TaskId, TaskState] = {}
         self._view: dict[TaskId, ActiveTaskRunner] = {}  # ...and copies of it for the other threads
         self._standby_sums: dict[TaskId, int] = {}
+        self._closed_timings: list[BatchTimings] = []
         self._changed = threading.Event()
         self._closing = threading.Event()
         self.server = BatchServer(self, settings.bind_host, settings.port)
@@ -142,6 +145,7 @@ class TaskHost:
             runner = self._actives.pop(task, None)
             if runner is not None:
                 runner.close(clean=clean)  # waits for a batch in flight
+                self._closed_timings.append(runner.timings)
                 log.info("task %s: %s", task, "revoked: committed and closed" if clean else "lost: closed")
         self._publish()
 
@@ -209,7 +213,12 @@ class TaskHost:
 
     def status(self) -> dict[str, Any]:
         member = self.member.status()
+        timings = BatchTimings()
+        for runner in list(self._view.values()) + self._closed_timings:
+            timings.add(runner.timings if isinstance(runner, ActiveTaskRunner) else runner)
         return {
+            "pid": os.getpid(),
+            "batches": dataclasses.asdict(timings),
             "process_id": str(self.directory.process_id),
             "member_id": member.member_id,
             "generation": member.generation,

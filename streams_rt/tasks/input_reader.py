@@ -3,6 +3,7 @@ group, committed records only, and nothing at or beyond a range's end."""
 
 from __future__ import annotations
 
+import bisect
 import logging
 import time
 from collections.abc import Mapping
@@ -41,51 +42,112 @@ def input_consumer(bootstrap_servers: str, group_id: str, extra: Mapping[str, An
     return Consumer(conf)
 
 
-def read_ranges(consumer: Consumer, ranges: Mapping[TopicPartition, tuple[int, int]],
-                timeout_s: float = 30.0) -> dict[TopicPartition, list[Message]]:
-    """The records of each [start, end) range, in offset order. A range ends at its end offset, or
-    earlier at the partition's end (transaction markers take offsets too). Raises InputUnavailable
-    after `timeout_s` without progress."""
-    found: dict[TopicPartition, list[Message]] = {tp: [] for tp in ranges}
-    pending = {tp: (start, end) for tp, (start, end) in ranges.items() if start < end}
-    if not pending:
+class InputReader:
+    """A task's reader of its batch ranges. Its partitions stay assigned between batches, so the next
+    batch's records are already being fetched, and what one batch read past its end is kept for the
+    next; it seeks only when a batch does not start where the last one ended."""
+
+    def __init__(self, consumer: Consumer) -> None:
+        self.consumer = consumer
+        self._next: dict[TopicPartition, int] = {}  # where the partition's fetch position is
+        self._held: dict[TopicPartition, list[Message]] = {}  # read past the last batch's end
+
+    def read(self, ranges: Mapping[TopicPartition, tuple[int, int]],
+             timeout_s: float = 30.0) -> dict[TopicPartition, list[Message]]:
+        """The records of each [start, end) range, in offset order. A range ends at its end offset,
+        or earlier at the partition's end (transaction markers take offsets too). Raises
+        InputUnavailable after `timeout_s` without progress."""
+        found: dict[TopicPartition, list[Message]] = {tp: [] for tp in ranges}
+        pending: dict[TopicPartition, tuple[int, int]] = {}
+        for tp, (start, end) in ranges.items():
+            held = self._held.pop(tp, [])
+            if self._next.get(tp) != start:
+                self._position(tp, start)
+                held = []
+            elif held and (held[0].offset() or 0) != start:
+                held = []  # never: what is held starts where the last batch ended
+            taken = [m for m in held if (m.offset() or 0) < end]
+            if len(taken) < len(held):
+                self._held[tp] = held[len(taken):]
+            found[tp] = taken
+            self._next[tp] = end
+            next_offset = (taken[-1].offset() or 0) + 1 if taken else start
+            if next_offset < end and len(taken) == len(held):
+                pending[tp] = (next_offset, end)
+        self._consume(pending, found, timeout_s)
         return found
-    consumer.assign([KafkaTopicPartition(tp.topic, tp.partition, start) for tp, (start, _) in pending.items()])
-    deadline = time.monotonic() + timeout_s
-    try:
+
+    def _position(self, tp: TopicPartition, offset: int) -> None:
+        partition = KafkaTopicPartition(tp.topic, tp.partition, offset)
+        if tp in self._next:
+            self.consumer.incremental_unassign([partition])
+        self.consumer.incremental_assign([partition])
+
+    def _consume(self, pending: dict[TopicPartition, tuple[int, int]], found: dict[TopicPartition, list[Message]],
+                 timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
         while pending:
-            messages = consumer.consume(CONSUME_BATCH, 0.2)
+            messages = self.consumer.consume(CONSUME_BATCH, 0.2)
             if not messages:
                 if time.monotonic() > deadline:
                     raise InputUnavailable(f"no progress reading {_describe(pending)} for {timeout_s:.0f} s")
                 continue
             deadline = time.monotonic() + timeout_s
+            if len(self._next) == 1 and not any(map(Message.error, messages)):
+                self._take_run(messages, pending, found)  # one partition assigned: no per-record work
+                continue
             for message in messages:
                 error = message.error()
                 tp = TopicPartition(message.topic() or "", message.partition() or 0)
-                if tp not in pending:
-                    continue
-                end = pending[tp][1]
+                offset = message.offset() or 0
                 if error is not None:
                     if error.code() != KafkaError._PARTITION_EOF:
                         raise InputUnavailable(f"reading {tp} failed: {error}")
-                    if (message.offset() or 0) >= end:
+                    if tp in pending and offset >= pending[tp][1]:
                         del pending[tp]  # the range ends in transaction markers: no record carries `end - 1`
                     continue
-                offset = message.offset() or 0
+                if tp not in pending:
+                    if tp in self._next and offset >= self._next[tp]:
+                        self._held.setdefault(tp, []).append(message)  # the next batch's
+                    continue
+                start, end = pending[tp]
+                if offset < start:
+                    continue  # fetched before a seek
                 if offset >= end:
+                    self._held.setdefault(tp, []).append(message)
                     del pending[tp]
                     continue
                 records = found[tp]
-                if not records and offset > pending[tp][0]:
+                if not records and offset > start:
                     log.warning("%s: records from %d to %d are gone from the topic (retention?); reading from %d",
-                                tp, pending[tp][0], offset - 1, offset)
+                                tp, start, offset - 1, offset)
                 records.append(message)
                 if offset + 1 >= end:
                     del pending[tp]
-    finally:
-        consumer.unassign()
-    return found
+
+    def _take_run(self, messages: list[Message], pending: dict[TopicPartition, tuple[int, int]],
+                  found: dict[TopicPartition, list[Message]]) -> None:
+        """Records of the only assigned partition: cut at the range's end with one search."""
+        (tp,) = self._next
+        offsets = list(map(Message.offset, messages))
+        if tp not in pending:
+            self._held.setdefault(tp, []).extend(messages)
+            return
+        start, end = pending[tp]
+        first = bisect.bisect_left(offsets, start)
+        cut = bisect.bisect_left(offsets, end)
+        if not found[tp] and first < cut and offsets[first] > start:
+            log.warning("%s: records from %d to %d are gone from the topic (retention?); reading from %d",
+                        tp, start, offsets[first] - 1, offsets[first])
+        found[tp].extend(messages[first:cut])
+        if cut < len(messages):
+            self._held.setdefault(tp, []).extend(messages[cut:])
+            del pending[tp]
+        elif cut and offsets[cut - 1] + 1 >= end:
+            del pending[tp]
+
+    def close(self) -> None:
+        self.consumer.close()
 
 
 def _describe(pending: Mapping[TopicPartition, tuple[int, int]]) -> str:

@@ -58,7 +58,7 @@ class TopologyTestDriver:
             stores = {name: _memory_store(topology, name) for name in sub.stores}
             self._stores[task] = stores
             self._runners[task] = SubtopologyRunner(
-                topology, sub, task, application_id, stores, self._append,
+                topology, sub, task, application_id, stores, self._send,
                 cache_max_bytes=cache_max_bytes, deserialization_handler=deserialization_handler,
             )
 
@@ -76,6 +76,10 @@ class TopologyTestDriver:
             raise KeyError(f"{topic} is not a source topic of this topology")
         self._append(topic, key, value, self._clock if timestamp is None else timestamp)
         self.run()
+
+    def _send(self, topic: str, records: list[tuple[bytes | None, bytes | None, int]]) -> None:
+        for key, value, timestamp in records:
+            self._append(topic, key, value, timestamp)
 
     def _append(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int) -> None:
         count = self._partitions.get(topic, 1)

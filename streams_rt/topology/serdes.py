@@ -28,6 +28,14 @@ class Serde(Generic[T]):
     def deserialize(self, data: bytes | None) -> T | None:
         raise NotImplementedError
 
+    def serialize_many(self, values: list[Any]) -> list[bytes | None]:
+        """`serialize` over a list (serdes override it where a loop in C does the same)."""
+        return list(map(self.serialize, values))
+
+    def deserialize_many(self, data: list[bytes | None]) -> list[Any]:
+        """`deserialize` over a list (serdes override it where a loop in C does the same)."""
+        return list(map(self.deserialize, data))
+
     def __repr__(self) -> str:
         return f"Serdes.{self.name}()"
 
@@ -41,6 +49,9 @@ class BytesSerde(Serde[bytes]):
         return None if value is None else bytes(value)
 
     def deserialize(self, data: bytes | None) -> bytes | None:
+        return data
+
+    def deserialize_many(self, data: list[bytes | None]) -> list[Any]:
         return data
 
 
@@ -62,6 +73,19 @@ class StringSerde(Serde[str]):
             return data.decode("utf-8")
         except UnicodeDecodeError as e:
             raise SerdeError(f"string serde: not UTF-8 at byte {e.start}") from None
+
+    def serialize_many(self, values: list[Any]) -> list[bytes | None]:
+        if None in values or not all(type(v) is str for v in values):
+            return super().serialize_many(values)  # None, or a wrong type: one by one, with the error
+        return list(map(str.encode, values))
+
+    def deserialize_many(self, data: list[bytes | None]) -> list[Any]:
+        if None in data:
+            return super().deserialize_many(data)
+        try:
+            return list(map(bytes.decode, data))  # type: ignore[arg-type]
+        except UnicodeDecodeError:
+            return super().deserialize_many(data)  # raises, naming the byte
 
 
 class _FixedIntSerde(Serde[int]):

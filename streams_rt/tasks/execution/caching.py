@@ -14,11 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 from streams_rt.state.stores import KeyValueStore, WindowStore
-from streams_rt.topology import Record, Serde, Windowed
+from streams_rt.topology import Serde, Windowed
 
 ENTRY_OVERHEAD_BYTES = 120  # dict slot, tuple, timestamp int
 
-Forward = Callable[[list[Record]], None]
+Rec = tuple[Any, Any, int, int]  # as in nodes.py: (key, value, timestamp, source_index)
+Forward = Callable[[list[Rec]], None]
 
 
 class TaskCache:
@@ -88,7 +89,7 @@ class _Cache:
     def _write(self, cache_key: Any, value: Any) -> None:
         raise NotImplementedError
 
-    def _record(self, cache_key: Any, value: Any, timestamp: int) -> Record:
+    def _record(self, cache_key: Any, value: Any, timestamp: int) -> Rec:
         raise NotImplementedError
 
 
@@ -113,8 +114,8 @@ class CachedKeyValue(_Cache):
     def _write(self, cache_key: Any, value: Any) -> None:
         self.store.put(self.keys.serialize(cache_key), self.values.serialize(value))  # type: ignore[arg-type]
 
-    def _record(self, cache_key: Any, value: Any, timestamp: int) -> Record:
-        return Record(cache_key, value, timestamp)
+    def _record(self, cache_key: Any, value: Any, timestamp: int) -> Rec:
+        return (cache_key, value, timestamp, -1)
 
 
 class CachedWindows(_Cache):
@@ -140,6 +141,6 @@ class CachedWindows(_Cache):
         key, start = cache_key
         self.store.put(self.keys.serialize(key), self.values.serialize(value), start)  # type: ignore[arg-type]
 
-    def _record(self, cache_key: Any, value: Any, timestamp: int) -> Record:
+    def _record(self, cache_key: Any, value: Any, timestamp: int) -> Rec:
         key, start = cache_key
-        return Record(Windowed(key, start, start + self.store.window_size_ms), value, timestamp)
+        return (Windowed(key, start, start + self.store.window_size_ms), value, timestamp, -1)

@@ -10,7 +10,7 @@ record by record, which only happens on that failure path."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from streams_rt.protocol import TaskId
@@ -33,6 +33,11 @@ from streams_rt.topology.windows import TimeWindows
 
 log = logging.getLogger(__name__)
 
+# Records inside the runtime are plain tuples (key, value, timestamp, source_index): a NamedTuple's
+# constructor costs about a microsecond a record. User processors get `Record`s (the same layout).
+Rec = tuple[Any, Any, int, int]
+_as_record = tuple.__new__
+
 # (topic, serialized key, serialized value, timestamp, key, value): what a sink emits.
 SinkRecord = tuple[str, bytes | None, bytes | None, int, Any, Any]
 
@@ -40,9 +45,9 @@ SinkRecord = tuple[str, bytes | None, bytes | None, int, Any, Any]
 class UserCodeError(Exception):
     """User code (or a serde) raised while node `node` processed `record`."""
 
-    def __init__(self, node: str, record: Record, cause: BaseException) -> None:
-        super().__init__(f"{node} failed on record (key={_short(record.key)}, value={_short(record.value)}, "
-                         f"timestamp={record.timestamp}): {type(cause).__name__}: {cause}")
+    def __init__(self, node: str, record: Rec, cause: BaseException) -> None:
+        super().__init__(f"{node} failed on record (key={_short(record[0])}, value={_short(record[1])}, "
+                         f"timestamp={record[2]}): {type(cause).__name__}: {cause}")
         self.node, self.record, self.cause = node, record, cause
 
 
@@ -56,10 +61,10 @@ class Exec:
         self.name = name
         self.children: list[Exec] = []
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         raise NotImplementedError
 
-    def forward(self, records: list[Record]) -> None:
+    def forward(self, records: list[Rec]) -> None:
         if records:
             for child in self.children:
                 child.process(records)
@@ -67,7 +72,7 @@ class Exec:
     def close(self) -> None:
         """Release what the node holds (user processors are closed)."""
 
-    def _locate(self, records: list[Record], call: Callable[[Record], Any], cause: BaseException) -> UserCodeError:
+    def _locate(self, records: list[Rec], call: Callable[[Rec], Any], cause: BaseException) -> UserCodeError:
         """The failure of a whole-list step, pinned to the first record the step fails on again."""
         for record in records:
             try:
@@ -81,7 +86,7 @@ class PassthroughExec(Exec):
     def __init__(self, name: str, op: object = None) -> None:
         super().__init__(name)
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         self.forward(records)
 
 
@@ -90,7 +95,7 @@ class FilterExec(Exec):
         super().__init__(name)
         self.predicate = op.predicate
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         predicate = self.predicate
         try:
             kept = [r for r in records if predicate(r[0], r[1])]
@@ -104,12 +109,12 @@ class MapExec(Exec):
         super().__init__(name)
         self.mapper = op.mapper
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         mapper = self.mapper
         try:
-            mapped = [Record(*mapper(r[0], r[1]), r[2], r[3]) for r in records]
+            mapped = [(k, v, r[2], r[3]) for r in records for k, v in (mapper(r[0], r[1]),)]
         except Exception as e:
-            raise self._locate(records, lambda r: Record(*mapper(r[0], r[1]), r[2], r[3]), e) from e
+            raise self._locate(records, lambda r: [(k, v) for k, v in (mapper(r[0], r[1]),)], e) from e
         self.forward(mapped)
 
 
@@ -118,10 +123,10 @@ class MapValuesExec(Exec):
         super().__init__(name)
         self.mapper = op.mapper
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         mapper = self.mapper
         try:
-            mapped = [Record(r[0], mapper(r[1]), r[2], r[3]) for r in records]
+            mapped = [(r[0], mapper(r[1]), r[2], r[3]) for r in records]
         except Exception as e:
             raise self._locate(records, lambda r: mapper(r[1]), e) from e
         self.forward(mapped)
@@ -132,10 +137,10 @@ class SelectKeyExec(Exec):
         super().__init__(name)
         self.mapper = op.mapper
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         mapper = self.mapper
         try:
-            keyed = [Record(mapper(r[0], r[1]), r[1], r[2], r[3]) for r in records]
+            keyed = [(mapper(r[0], r[1]), r[1], r[2], r[3]) for r in records]
         except Exception as e:
             raise self._locate(records, lambda r: mapper(r[0], r[1]), e) from e
         self.forward(keyed)
@@ -146,10 +151,10 @@ class FlatMapExec(Exec):
         super().__init__(name)
         self.mapper = op.mapper
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         mapper = self.mapper
         try:
-            mapped = [Record(k, v, r[2], r[3]) for r in records for k, v in mapper(r[0], r[1])]
+            mapped = [(k, v, r[2], r[3]) for r in records for k, v in mapper(r[0], r[1])]
         except Exception as e:
             raise self._locate(records, lambda r: [(k, v) for k, v in mapper(r[0], r[1])], e) from e
         self.forward(mapped)
@@ -160,10 +165,10 @@ class FlatMapValuesExec(Exec):
         super().__init__(name)
         self.mapper = op.mapper
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         mapper = self.mapper
         try:
-            mapped = [Record(r[0], v, r[2], r[3]) for r in records for v in mapper(r[1])]
+            mapped = [(r[0], v, r[2], r[3]) for r in records for v in mapper(r[1])]
         except Exception as e:
             raise self._locate(records, lambda r: list(mapper(r[1])), e) from e
         self.forward(mapped)
@@ -174,7 +179,7 @@ class PeekExec(Exec):
         super().__init__(name)
         self.action = op.action
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         action = self.action
         record = records[0]
         try:
@@ -191,8 +196,8 @@ class BranchExec(Exec):
         self.predicates = op.predicates
         self.has_default = op.has_default
 
-    def process(self, records: list[Record]) -> None:
-        routed: list[list[Record]] = [[] for _ in self.children]
+    def process(self, records: list[Rec]) -> None:
+        routed: list[list[Rec]] = [[] for _ in self.children]
         predicates = self.predicates
         record = records[0]
         try:
@@ -233,7 +238,7 @@ class AggregateExec(Exec):
         self.initializer, self.aggregator, self.table = op.initializer, op.aggregator, table
         self.skipped = SkipCounter(name)
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         table, initializer, aggregator = self.table, self.initializer, self.aggregator
         for record in records:
             key, value, timestamp = record[0], record[1], record[2]
@@ -259,7 +264,7 @@ class WindowedAggregateExec(Exec):
         self.observed_stream_time = -1
         self.skipped = SkipCounter(name)
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         spec, windows, initializer, aggregator = self.spec, self.windows, self.initializer, self.aggregator
         size, grace = spec.size_ms, spec.grace_ms
         for record in records:
@@ -291,7 +296,7 @@ class TableSourceExec(Exec):
         self.table = table
         self.skipped = SkipCounter(name)
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         table = self.table
         for key, value, timestamp, _ in records:
             if key is None:
@@ -305,7 +310,7 @@ class JoinExec(Exec):
         super().__init__(name)
         self.joiner, self.left, self.table = op.joiner, op.left, table
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         table, joiner, left = self.table, self.joiner, self.left
         out = []
         for record in records:
@@ -319,7 +324,7 @@ class JoinExec(Exec):
                 joined = joiner(value, other)
             except Exception as e:
                 raise UserCodeError(self.name, record, e) from e
-            out.append(Record(key, joined, record[2], record[3]))
+            out.append((key, joined, record[2], record[3]))
         self.forward(out)
 
 
@@ -348,7 +353,7 @@ class _Context:
 
     def __init__(self, node: ProcessExec, task: TaskId, stores: dict[str, Any]) -> None:
         self._node, self._task, self._stores = node, task, stores
-        self.pending: dict[str | None, list[Record]] = {}
+        self.pending: dict[str | None, list[Rec]] = {}
         self.schedules: list[_Schedule] = []
         self.source_index = -1  # of the input record being processed: stamped on what is forwarded
 
@@ -360,12 +365,12 @@ class _Context:
     def stream_time(self) -> int:
         return self._node.stream_time_ms
 
-    def forward(self, record: Record, child: str | None = None) -> None:
+    def forward(self, record: Record | Rec, child: str | None = None) -> None:
         if child is not None and child not in self._node.child_names():
             raise KeyError(f"processor {self._node.name} has no child {child!r}; "
                            f"its children are {self._node.child_names()}")
-        if record.source_index < 0:
-            record = Record(record[0], record[1], record[2], self.source_index)
+        if len(record) < 4 or record[3] < 0:
+            record = (record[0], record[1], record[2], self.source_index)
         self.pending.setdefault(child, []).append(record)
 
     def get_state_store(self, name: str) -> Any:
@@ -397,14 +402,14 @@ class ProcessExec(Exec):
     def child_names(self) -> list[str]:
         return [c.name for c in self.children]
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         context, processor = self.context, self.processor
         for record in records:
             if record[2] > self.stream_time_ms:
                 self.stream_time_ms = record[2]
             context.source_index = record[3]
             try:
-                processor.process(record)
+                processor.process(_as_record(Record, record))
             except Exception as e:
                 raise UserCodeError(self.name, record, e) from e
             self._emit()
@@ -435,14 +440,16 @@ class SinkExec(Exec):
     topology output)."""
 
     def __init__(self, name: str, topic: str, keys: Serde[Any], values: Serde[Any],
-                 emit: Callable[[Iterable[SinkRecord]], None]) -> None:
+                 emit: Callable[[list[SinkRecord]], None]) -> None:
         super().__init__(name)
         self.topic, self.keys, self.values, self.emit = topic, keys, values, emit
 
-    def process(self, records: list[Record]) -> None:
+    def process(self, records: list[Rec]) -> None:
         topic, kser, vser = self.topic, self.keys.serialize, self.values.serialize
+        keys, values = [r[0] for r in records], [r[1] for r in records]
         try:
-            rows = [(topic, kser(r[0]), vser(r[1]), r[2], r[0], r[1]) for r in records]
+            rows = [(topic, k, v, r[2], r[0], r[1]) for r, k, v in
+                    zip(records, self.keys.serialize_many(keys), self.values.serialize_many(values))]
         except Exception as e:
             raise self._locate(records, lambda r: (kser(r[0]), vser(r[1])), e) from e
         self.emit(rows)

@@ -12,8 +12,10 @@ import enum
 import heapq
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from confluent_kafka import Message
 
 from streams_rt.protocol import TaskId
 from streams_rt.state.stores import KeyValueStore, StateStore, WindowStore
@@ -32,6 +34,7 @@ from streams_rt.tasks.execution.nodes import (
     PassthroughExec,
     PeekExec,
     ProcessExec,
+    Rec,
     SelectKeyExec,
     SinkExec,
     SinkRecord,
@@ -39,7 +42,7 @@ from streams_rt.tasks.execution.nodes import (
     UserCodeError,
     WindowedAggregateExec,
 )
-from streams_rt.topology import Record, Subtopology, Topology
+from streams_rt.topology import Subtopology, Topology
 from streams_rt.topology.nodes import (
     Aggregate,
     Branch,
@@ -64,17 +67,6 @@ from streams_rt.topology.topology import internal_name
 log = logging.getLogger(__name__)
 
 
-class InputMessage(Protocol):
-    """A consumed record (confluent_kafka.Message has these)."""
-
-    def topic(self) -> str | None: ...
-    def partition(self) -> int | None: ...
-    def offset(self) -> int | None: ...
-    def key(self) -> bytes | None: ...
-    def value(self) -> bytes | None: ...
-    def timestamp(self) -> tuple[int, int]: ...
-
-
 class DeserializationHandler(enum.Enum):
     """`default.deserialization.exception.handler`."""
 
@@ -94,7 +86,7 @@ class DeserializationFailed(ProcessingFailed):
     """A record that its source's serdes cannot read, under the `fail` handler."""
 
 
-Send = Callable[[str, bytes | None, bytes | None, int], None]  # topic, key, value, timestamp
+Send = Callable[[str, list[tuple[bytes | None, bytes | None, int]]], None]  # topic, [(key, value, timestamp)]
 
 
 class SubtopologyRunner:
@@ -198,18 +190,16 @@ class SubtopologyRunner:
             return TypedKeyValueStore(store, definition.key_serde, definition.value_serde)
         raise TypeError(f"store {name}: unknown kind {type(store).__name__}")
 
-    def _send_internal(self, rows: Iterable[SinkRecord]) -> None:
-        send = self._send
-        for topic, key, value, timestamp, _, _ in rows:
-            send(topic, key, value, timestamp)
+    def _send_internal(self, rows: list[SinkRecord]) -> None:
+        if rows:
+            self._send(rows[0][0], [(key, value, timestamp) for _, key, value, timestamp, _, _ in rows])
 
-    def _send_output(self, rows: Iterable[SinkRecord]) -> None:
-        rows = list(rows)
+    def _send_output(self, rows: list[SinkRecord]) -> None:
         self._send_internal(rows)
         self.output.extend(rows)
 
     # -- running -----------------------------------------------------------------------------
-    def process(self, batch: Mapping[Any, Sequence[InputMessage]]) -> None:
+    def process(self, batch: Mapping[Any, Sequence[Message]]) -> None:
         """Process one batch: the records of each input partition, in offset order."""
         merged = merge_by_timestamp([records for records in batch.values() if records])
         position = 0
@@ -218,14 +208,19 @@ class SubtopologyRunner:
             self._process_run(topic, records, position, merged)
             position += len(records)
 
-    def _process_run(self, topic: str | None, run: list[InputMessage], base: int, merged: list[InputMessage]) -> None:
+    def _process_run(self, topic: str | None, run: list[Message], base: int, merged: list[Message]) -> None:
         source, source_exec = self._sources[topic or ""]
         keys = source.key_serde
         values = source.value_serde
         assert keys is not None and values is not None
         try:
-            records = [Record(keys.deserialize(m.key()), values.deserialize(m.value()), m.timestamp()[1], base + i)
-                       for i, m in enumerate(run)]
+            # Whole columns at a time: the loops over the run stay in C for the built-in serdes.
+            records = list(zip(
+                keys.deserialize_many(list(map(_key, run))),
+                values.deserialize_many(list(map(_value, run))),
+                [ts[1] for ts in map(_timestamp_pair, run)],
+                range(base, base + len(run)),
+            ))
         except Exception:  # noqa: BLE001 - any serde failure: found and handled record by record
             records = self._deserialize_one_by_one(run, base, keys.deserialize, values.deserialize)
         try:
@@ -233,12 +228,12 @@ class SubtopologyRunner:
         except UserCodeError as e:
             raise self._failure(e, merged) from e.cause
 
-    def _deserialize_one_by_one(self, run: list[InputMessage], base: int, kd: Callable[[Any], Any],
-                                vd: Callable[[Any], Any]) -> list[Record]:
+    def _deserialize_one_by_one(self, run: list[Message], base: int, kd: Callable[[Any], Any],
+                                vd: Callable[[Any], Any]) -> list[Rec]:
         records = []
         for i, m in enumerate(run):
             try:
-                records.append(Record(kd(m.key()), vd(m.value()), m.timestamp()[1], base + i))
+                records.append((kd(m.key()), vd(m.value()), m.timestamp()[1], base + i))
             except Exception as e:  # noqa: BLE001 - a serde's own error type, whatever it is
                 coordinates = (m.topic() or "?", m.partition() or 0, m.offset() or 0)
                 if self._handler is DeserializationHandler.FAIL:
@@ -249,8 +244,8 @@ class SubtopologyRunner:
                 self.skipped_deserialization += 1
         return records
 
-    def _failure(self, error: UserCodeError, merged: list[InputMessage]) -> ProcessingFailed:
-        index = error.record.source_index
+    def _failure(self, error: UserCodeError, merged: list[Message]) -> ProcessingFailed:
+        index = error.record[3]
         if 0 <= index < len(merged):
             m = merged[index]
             return ProcessingFailed(self.task, m.topic() or "?", m.partition() or 0, m.offset() or 0, str(error))
@@ -285,15 +280,15 @@ _STATELESS: dict[type, Callable[[str, Any], Exec]] = {
 }
 
 
-def _topic(message: InputMessage) -> str | None:
-    return message.topic()
+# The records are confluent_kafka Messages: their methods, mapped over a run, stay in C.
+_topic, _key, _value, _timestamp_pair = Message.topic, Message.key, Message.value, Message.timestamp
 
 
-def _timestamp(message: InputMessage) -> int:
+def _timestamp(message: Message) -> int:
     return message.timestamp()[1]
 
 
-def merge_by_timestamp(partitions: list[Sequence[InputMessage]]) -> list[InputMessage]:
+def merge_by_timestamp(partitions: list[Sequence[Message]]) -> list[Message]:
     """One list in timestamp order, each partition's records kept in offset order (heapq.merge is
     stable: on equal timestamps the earlier partition goes first)."""
     if len(partitions) == 1:

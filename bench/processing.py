@@ -1,0 +1,175 @@
+"""Processing benchmark: word count over N records (default 5M; one word per record from a vocabulary
+of 10k, 2 input partitions), run by two task hosts through the batch loop, against the ceiling
+measured in the same run: a loop that only consumes and deserializes the same records.
+
+It prints records/s for both guarantees (at_least_once, exactly_once_v2), their ratio to the
+ceiling, the per-record cost split the hosts measured (consume, processing with user code and
+repartition sends, cache flush with store writes and changelog sends, commit with RocksDB and the
+producer), and each host's peak RSS. The last line reads `ratio <the lower> target 0.50`.
+
+    python bench/processing.py [--records 5000000] [--bootstrap HOST:PORT]
+
+Without --bootstrap it starts its own dev broker in a temporary directory (stopped at exit)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from tqdm import tqdm
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from streams_rt.kafka.dev_broker import DevBroker  # noqa: E402
+from streams_rt.kafka.offsets import end_offsets  # noqa: E402
+from streams_rt.protocol import TopicPartition  # noqa: E402
+from streams_rt.rpc.batches import HostClient  # noqa: E402
+from streams_rt.runtime.local import LocalApplication  # noqa: E402
+from streams_rt.tasks.input_reader import input_consumer  # noqa: E402
+from streams_rt.topology import Serdes  # noqa: E402
+
+VOCABULARY = 10_000
+PARTITIONS = 2
+BATCH = 200_000  # max.records.per.task.per.batch
+
+
+def produce(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    rng = random.Random(7)
+    words = [f"word{i:05d}".encode() for i in range(VOCABULARY)]
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1_000_000,
+                         "queue.buffering.max.messages": 1_000_000, "compression.type": "lz4"})
+    with tqdm(total=count, desc="produce", unit="rec", unit_scale=True, leave=False) as bar:
+        for i in range(count):
+            while True:
+                try:
+                    producer.produce(topic, rng.choice(words), partition=i % PARTITIONS)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            if i % 100_000 == 0:
+                bar.update(100_000 if i else 0)
+                producer.poll(0)
+    producer.flush()
+    return words
+
+
+def ceiling(bootstrap: str, topic: str, count: int) -> float:
+    """Records/s of consuming and deserializing every record with the hosts' consumer settings."""
+    consumer = input_consumer(bootstrap, f"bench-ceiling-{uuid.uuid4().hex[:6]}")
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+    consumer.assign([KafkaTopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    deserialize = Serdes.string().deserialize
+    seen, started = 0, time.perf_counter()
+    while seen < count:
+        messages = consumer.consume(10_000, 1.0)
+        values = [deserialize(m.value()) for m in messages if m.error() is None]
+        seen += len(values)
+    seconds = time.perf_counter() - started
+    consumer.close()
+    return count / seconds
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run(bootstrap: str, topic: str, out_topic: str, count: int, guarantee: str, work: Path) -> dict:
+    props = {"application.id": f"bench-wc-{guarantee}-{uuid.uuid4().hex[:6]}", "bootstrap.servers": bootstrap,
+             "processing.guarantee": guarantee, "heartbeat.interval.ms": 500, "session.timeout.ms": 10_000}
+    app = LocalApplication("examples.word_count:topology", props, work / props["application.id"], hosts=2,
+                           topology_args={"lines": topic, "counts": out_topic})
+    loop = app.loop(max_records_per_task=BATCH)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        app.wait_until_running(loop)
+        inputs = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        started = time.perf_counter()
+        with tqdm(total=count, desc=guarantee, unit="rec", unit_scale=True, leave=False) as bar:
+            done = 0
+            while True:
+                result = loop.run_once()
+                consumed = sum(r for t, r in result.records.items() if t.subtopology == 0)
+                done += consumed
+                bar.update(consumed)
+                if not result.records:
+                    _, statuses = loop.status()
+                    if done >= count and loop.lag(statuses) == 0:
+                        break
+                    time.sleep(0.02)
+        seconds = time.perf_counter() - started
+        assert all(loop.positions[tp] >= o for tp, o in end_offsets(admin, inputs).items())
+        timings: dict[str, float] = {}
+        rss = {}
+        for name, host in app.hosts.items():
+            with HostClient(str(host.endpoint)) as client:
+                status = client.status()
+            for key, value in status["batches"].items():
+                timings[key] = timings.get(key, 0) + value
+            rss[name] = peak_rss_mb(status["pid"])
+        return {"seconds": seconds, "rate": count / seconds, "timings": timings, "rss": rss}
+    finally:
+        loop.close()
+        app.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=5_000_000)
+    parser.add_argument("--bootstrap", help="an existing broker; default: start a dev broker")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    work = Path(tempfile.mkdtemp(prefix="bench-processing-"))
+    broker = None
+    try:
+        bootstrap = args.bootstrap
+        if bootstrap is None:
+            print("starting a dev broker ...", file=sys.stderr)
+            broker = DevBroker(work / "broker", heap="1g")
+            bootstrap = broker.start(owned=True).bootstrap_servers
+        suffix = uuid.uuid4().hex[:6]
+        topic, out = f"bench-words-{suffix}", f"bench-counts-{suffix}"
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1), NewTopic(out, PARTITIONS, 1)]).values():
+            future.result()
+        produce(bootstrap, topic, args.records)
+        ceiling_rate = ceiling(bootstrap, topic, args.records)
+        results = {g: run(bootstrap, topic, out, args.records, g, work) for g in ("at_least_once", "exactly_once_v2")}
+        print(f"word count over {args.records:,} records ({VOCABULARY:,} distinct words, {PARTITIONS} partitions, "
+              f"2 task hosts, batches of up to {BATCH:,} records per task; cpus={os.cpu_count()}, "
+              f"load average {os.getloadavg()[0]:.1f})")
+        print(f"  ceiling (consume + deserialize only): {ceiling_rate:,.0f} records/s")
+        ratios = []
+        for guarantee, r in results.items():
+            ratio = r["rate"] / ceiling_rate
+            ratios.append(ratio)
+            t = r["timings"]
+            per = {k: t[k] / args.records * 1e6 for k in ("consume_s", "process_s", "flush_s", "commit_s")}
+            print(f"  {guarantee:>16}: {r['rate']:,.0f} records/s in {r['seconds']:.1f} s, ratio {ratio:.2f}; "
+                  f"host-side us per input record (both subtopologies, summed over hosts): consume "
+                  f"{per['consume_s']:.2f}, process {per['process_s']:.2f}, flush {per['flush_s']:.2f}, "
+                  f"commit {per['commit_s']:.2f}; {int(t['batches'])} batches; peak RSS "
+                  + ", ".join(f"{h} {mb:.0f} MB" for h, mb in sorted(r["rss"].items())))
+        print(f"ratio {min(ratios):.2f} target 0.50")
+    finally:
+        if broker is not None:
+            broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
