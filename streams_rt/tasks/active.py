@@ -98,6 +98,7 @@ class ActiveTaskRunner:
         self._kept: pa.Table | None = None  # output of the last batch, for a replay
         self._kept_chunks = 0
         self.timings = BatchTimings()
+        self._cache_bytes = settings.cache_max_bytes
         self.lock = threading.Lock()  # one batch at a time; revocation waits for it
 
     # -- lifecycle (the host's state thread) ---------------------------------------------------
@@ -130,7 +131,7 @@ class ActiveTaskRunner:
         stores = {name: self.state.store(name) for name in sub.stores}
         self._runner = SubtopologyRunner(
             self._topology, sub, self.task, self._settings.application_id, stores, self.state.send,
-            cache_max_bytes=self._settings.cache_max_bytes,
+            cache_max_bytes=self._cache_bytes,
             deserialization_handler=self._settings.deserialization_handler,
         )
         self.core.restored(positions, last.ranges if last is not None else None)
@@ -222,6 +223,14 @@ class ActiveTaskRunner:
             if self._consumer is not None:
                 self._consumer.close()
                 self._consumer = None
+
+    def set_cache_budget(self, max_bytes: int) -> None:
+        """This task's share of the host's `statestore.cache.max.bytes` (the host divides it among
+        its active tasks whenever they change, as Kafka divides it among threads)."""
+        with self.lock:
+            self._cache_bytes = max_bytes
+            if self._runner is not None:
+                self._runner.cache.resize(max_bytes)
 
     def positions(self) -> Mapping[TopicPartition, int]:
         return dict(self.core.positions)

@@ -169,7 +169,11 @@ class TaskHost:
             self._publish()
 
     def _publish(self) -> None:
-        """Copy what other threads may read, and tell the reporter."""
+        """Share the record cache among the active tasks, copy what other threads may read, and
+        tell the reporter."""
+        share = self._processing.cache_max_bytes // max(1, len(self._actives))
+        for runner in self._actives.values():
+            runner.set_cache_budget(share)
         self._view = dict(self._actives)
         self._changed.set()
 

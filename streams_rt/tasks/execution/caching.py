@@ -34,6 +34,12 @@ class TaskCache:
     def enabled(self) -> bool:
         return self.max_bytes > 0
 
+    def resize(self, max_bytes: int) -> None:
+        """A new budget; what no longer fits is flushed now."""
+        self.max_bytes = max_bytes
+        if self.size > max_bytes:
+            self.flush()
+
     def grew(self, delta: int) -> None:
         self.size += delta
         if self.size > self.max_bytes:
