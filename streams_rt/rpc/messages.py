@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
 import json
 import re
 import types
@@ -70,24 +71,34 @@ class Message:
             raise _invalid(cls, f"body is not UTF-8 JSON: {e}") from None
         if not isinstance(raw, dict):
             raise _invalid(cls, "body must be a JSON object")
-        hints = typing.get_type_hints(cls)
-        fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        unknown = sorted(set(raw) - set(fields))
+        schema = _schema(cls)
+        unknown = sorted(set(raw) - set(schema))
         if unknown:
             raise _invalid(cls, f"unknown fields {abbreviate(unknown, 80)}")
         values: dict[str, Any] = {}
-        for name, f in fields.items():
+        for name, (hint, required) in schema.items():
             if name not in raw:
-                if f.default is dataclasses.MISSING:
+                if required:
                     raise _invalid(cls, f"missing field {name!r}")
                 continue
-            values[name] = _check(cls, name, hints[name], raw[name])
+            values[name] = _check(cls, name, hint, raw[name])
         msg = cls(**values)
         msg.validate()
         return msg
 
     def validate(self) -> None:
         """Cross-field checks; overridden where a message has any."""
+
+
+@functools.cache
+def _schema(cls: type[Message]) -> dict[str, tuple[Any, bool]]:
+    """Each field's type and whether it is required; resolved once per class (resolving the
+    annotations costs more than parsing a message)."""
+    hints = typing.get_type_hints(cls)
+    return {
+        f.name: (hints[f.name], f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+    }
 
 
 def _invalid(cls: type, why: str) -> GroupErrorException:
