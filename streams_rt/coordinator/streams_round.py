@@ -207,7 +207,7 @@ class StreamsRoundPlanner:
         if followup or any(a.revoke for a in safe.values()):
             next_at = now_ms
         endpoints: dict[str, HostInfo | None] = {}
-        unwritable: dict[str, str] = {}  # checked at join already: only a codec that changed gets here
+        unwritable: dict[str, str] = {}  # checked at join; only a subscription decoded elsewhere gets here
         for mid, s in subs.items():
             try:
                 endpoints[mid] = _endpoint(s)
