@@ -116,7 +116,7 @@ def run(bootstrap: str, topic: str, out_topic: str, count: int, guarantee: str, 
         timings: dict[str, float] = {}
         rss = {}
         for name, host in app.hosts.items():
-            with HostClient(str(host.endpoint)) as client:
+            with HostClient(str(host.endpoint), secret=app.coordinator.secret) as client:
                 status = client.status()
             for key, value in status["batches"].items():
                 timings[key] = timings.get(key, 0) + value

@@ -2,8 +2,9 @@
 join or trigger that opened it) to the delivery of the last member's assignment.
 
 Members run in a few worker processes, each member with its own GroupMember thread and its own
-Flight connection. Members hold their heartbeat open for the interval (long poll), so they learn of a
-round at once and the figure is not floored by heartbeat.interval.ms; what remains is the RPC work.
+Flight connection; the workers get the coordinator's secret in their environment, as hosts do.
+Members hold their heartbeat open for the interval (long poll), so they learn of a round at once
+and the figure is not floored by heartbeat.interval.ms; what remains is the RPC work.
 Printed against a baseline measured in the same run (a one-member round) and against the heartbeat
 interval (what a round would cost at least if members learnt of it only from periodic heartbeats).
 Usage: .venv/bin/python bench/rebalance.py [--members 10 100 500] [--rounds 5]"""
@@ -78,7 +79,7 @@ def measure(n: int, rounds: int, processes: int, heartbeat_ms: int) -> list[floa
         for k in per:
             procs.append(subprocess.Popen(
                 [sys.executable, __file__, "--worker", c.address, app, str(k), str(heartbeat_ms)],
-                stdin=subprocess.PIPE, cwd=REPO,
+                stdin=subprocess.PIPE, cwd=REPO, env={**os.environ, **(c.secret.environment() if c.secret else {})},
             ))
         wait(lambda: settled(c, n), 300, f"{n} members to settle")
         latencies = []

@@ -56,6 +56,12 @@ class DepartureTracker:
             held |= waiting
         return frozenset(held)
 
+    def copy(self) -> DepartureTracker:
+        """An independent copy: a round records into one, kept only if the round is applied."""
+        other = DepartureTracker(self.max_delay_ms)
+        other._last_active, other._pending = dict(self._last_active), dict(self._pending)
+        return other
+
     def next_deadline_ms(self) -> int | None:
         return min((d.deadline_ms for d in self._pending.values()), default=None)
 

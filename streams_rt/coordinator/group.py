@@ -1,12 +1,15 @@
 """The group's membership state machine, pure: every method takes `now_ms`, nothing here sleeps,
 reads a clock or does I/O, so the rules can be unit-tested fast and exactly.
 
-One group (one application.id). The coordinator is also the group leader, so a round completes
-as soon as every member has rejoined: the injected `RoundAssigner` computes all assignments at once.
+One group (one application.id). The coordinator is also the group leader: once every member has
+rejoined, the round's input is frozen as a `PendingRound` and a `RoundAssigner` computes every
+assignment at once. A driver computes it off the group's lock and hands the outcome back; any change
+to the membership meanwhile supersedes the round, and its outcome is dropped.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 import uuid
@@ -23,18 +26,24 @@ log = logging.getLogger(__name__)
 
 
 class GroupState(enum.Enum):
-    """Like Kafka's group states, without CompletingRebalance: our leader assigns synchronously."""
+    """Kafka's group states."""
 
     EMPTY = "EMPTY"  # no members
     PREPARING_REBALANCE = "PREPARING_REBALANCE"  # collecting members for the next generation
+    COMPLETING_REBALANCE = "COMPLETING_REBALANCE"  # every member joined; the assignor is computing the round
     STABLE = "STABLE"  # every member has (or can fetch) its assignment of the current generation
 
 
 _VALID_TRANSITIONS: Mapping[GroupState, frozenset[GroupState]] = {
     GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
-    GroupState.PREPARING_REBALANCE: frozenset({GroupState.STABLE, GroupState.EMPTY}),
+    GroupState.PREPARING_REBALANCE: frozenset({GroupState.COMPLETING_REBALANCE, GroupState.EMPTY}),
+    # Back to PREPARING_REBALANCE when the membership changes before the round is applied.
+    GroupState.COMPLETING_REBALANCE: frozenset(
+        {GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.EMPTY}
+    ),
     GroupState.STABLE: frozenset({GroupState.PREPARING_REBALANCE, GroupState.EMPTY}),
 }
+_REBALANCING = frozenset({GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE})
 
 
 @dataclass(frozen=True)
@@ -103,10 +112,36 @@ class RoundOutcome:
     protocol: str
     # When the next round must start on its own: a follow-up (now) or a probing rebalance.
     next_rebalance_at_ms: int | None = None
+    failed: bool = False  # the assignor failed: every member got ASSIGNMENT_ERROR
+    # The assigner's own state after this round (e.g. who held what), kept only if the round is applied.
+    commit: Callable[[], None] | None = None
 
 
 class RoundAssigner(Protocol):
     def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome: ...
+
+
+@dataclass(frozen=True)
+class PendingRound:
+    """A round's frozen input: copies of the members as they were when the last one joined."""
+
+    number: int  # counts rounds handed out: an outcome applies only to the current one
+    generation: int
+    members: Mapping[str, Member]
+    now_ms: int
+
+
+def run_round(assigner: RoundAssigner, pending: PendingRound) -> RoundOutcome:
+    """The assigner's outcome for `pending`, or a failed outcome (every member ASSIGNMENT_ERROR) when
+    it raises: a bug in the assignor must not wedge the group silently. The member learns only that
+    it failed; the log has the traceback."""
+    try:
+        return assigner(pending.members, pending.generation, pending.now_ms)
+    except Exception as e:
+        log.exception("assignor failed for generation %d", pending.generation)
+        why = f"the assignor failed for generation {pending.generation} ({type(e).__name__}); see the coordinator log"
+        failed = MemberAssignment(pending.generation, "", b"", AssignorError.ASSIGNMENT_ERROR, why)
+        return RoundOutcome({mid: failed for mid in pending.members}, "", failed=True)
 
 
 class GroupObserver(Protocol):
@@ -121,7 +156,7 @@ class Group:
     def __init__(
         self,
         group_id: str,
-        assigner: RoundAssigner,
+        assigner: RoundAssigner | None,
         *,
         restored: GroupRecord | None = None,
         now_ms: int = 0,
@@ -130,8 +165,10 @@ class Group:
         persistent: bool = False,
         hold_rounds_until_ms: int = 0,
     ) -> None:
-        """`restored` is the record a previous coordinator saved: its members are expected back
-        and must rejoin (a round starts at `now_ms`). `persistent`: someone saves `unsaved()` and
+        """With `assigner`, each round is computed at once, on the calling thread (single-threaded
+        use); with None, a driver takes `pending_round()`, computes it off the lock and hands the
+        outcome to `complete_round()`. `restored` is the record a previous coordinator saved: its
+        members are expected back and must rejoin (a round starts at `now_ms`). `persistent`: someone saves `unsaved()` and
         reports `saved()`; no member can fetch a generation before its record is saved, so a
         restart never forgets a generation a member holds. The group never waits for the save.
         `hold_rounds_until_ms` delays the first round (group.initial.rebalance.delay.ms)."""
@@ -148,6 +185,8 @@ class Group:
         self._next_rebalance_at_ms: int | None = None
         self._round_started_ms = 0
         self._undelivered: set[str] = set()  # members of the last round yet to fetch their assignment
+        self._pending: PendingRound | None = None  # the round being computed (COMPLETING_REBALANCE)
+        self._rounds_handed_out = 0
         # Generations up to this one are saved and may be delivered (None: nothing to save to).
         self._durable_generation: int | None = self.generation if persistent else None
         self._changes = 0  # counts record changes; the saver reports the count it saved
@@ -171,7 +210,14 @@ class Group:
         self.state = to
 
     def _prepare_rebalance(self, now_ms: int, reason: str) -> None:
+        """Start collecting members for a round. A round being computed is superseded instead: the
+        members that joined it stay joined, so the next round forms as soon as the change allows."""
         if self.state is GroupState.PREPARING_REBALANCE:
+            return
+        if self.state is GroupState.COMPLETING_REBALANCE:
+            log.info("group %s: generation %d's round superseded: %s", self.group_id, self.generation + 1, reason)
+            self._pending = None
+            self._transition(GroupState.PREPARING_REBALANCE)
             return
         log.info("group %s: preparing rebalance after generation %d: %s", self.group_id, self.generation, reason)
         self._transition(GroupState.PREPARING_REBALANCE)
@@ -184,6 +230,7 @@ class Group:
         self._rebalance_deadline_ms = now_ms + timeout
 
     def _maybe_complete_round(self, now_ms: int) -> None:
+        """Once every member has joined, freeze the round's input and hand it out."""
         if self.state is not GroupState.PREPARING_REBALANCE:
             return
         if not self.members:
@@ -192,23 +239,31 @@ class Group:
             return
         if not all(m.joined for m in self.members.values()) or now_ms < self._hold_until_ms:
             return
-        generation = self.generation + 1
-        failed = False
-        try:
-            outcome = self._assigner(dict(self.members), generation, now_ms)
-        except Exception as e:  # a bug in the assignor must not wedge the group silently
-            log.exception("group %s: assignor failed for generation %d", self.group_id, generation)
-            outcome = RoundOutcome(
-                {mid: MemberAssignment(generation, "", b"", AssignorError.ASSIGNMENT_ERROR, f"assignor failed: {e}")
-                 for mid in self.members},
-                self.protocol,
-                next_rebalance_at_ms=None,
-            )
-            failed = True
-        self.generation = generation
-        if failed and self._observer:
-            self._observer.rebalance_failed(generation, now_ms)
-        self.protocol = outcome.protocol
+        self._rounds_handed_out += 1
+        members = {mid: dataclasses.replace(m) for mid, m in self.members.items()}
+        self._pending = PendingRound(self._rounds_handed_out, self.generation + 1, members, now_ms)
+        self._transition(GroupState.COMPLETING_REBALANCE)
+        if self._assigner is not None:
+            self.complete_round(self._pending, run_round(self._assigner, self._pending), now_ms)
+
+    def pending_round(self) -> PendingRound | None:
+        """The round to compute, while the group is COMPLETING_REBALANCE."""
+        return self._pending
+
+    def complete_round(self, pending: PendingRound, outcome: RoundOutcome, now_ms: int) -> bool:
+        """Apply `pending`'s outcome: a new generation. False (nothing changes) when the round was
+        superseded while it was computed."""
+        if self._pending is None or pending.number != self._pending.number:
+            log.info("group %s: dropped the outcome of a superseded round (generation %d)",
+                     self.group_id, pending.generation)
+            return False
+        self._pending = None
+        self.generation = pending.generation
+        if outcome.failed and self._observer:
+            self._observer.rebalance_failed(self.generation, now_ms)
+        if outcome.commit is not None:
+            outcome.commit()
+        self.protocol = outcome.protocol or self.protocol
         for mid, m in self.members.items():
             m.assignment = outcome.assignments[mid]
             m.joined = False
@@ -220,6 +275,7 @@ class Group:
             "group %s: generation %d formed with %d members (%s)",
             self.group_id, self.generation, len(self.members), self.protocol,
         )
+        return True
 
     def _record_changed(self) -> None:
         """A new generation, or membership changed without a round (a static member's new id, a
@@ -263,6 +319,7 @@ class Group:
         self._forget(member_id, reason)
         if not self.members:
             if self.state is not GroupState.EMPTY:
+                self._pending = None
                 self._transition(GroupState.EMPTY)
             return
         self._prepare_rebalance(now_ms, f"member {member_id} left ({reason})")
@@ -313,8 +370,7 @@ class Group:
             m.subscription, m.protocol, m.last_seen_ms = subscription, protocol, now_ms
             m.session_timeout_ms, m.rebalance_timeout_ms = session_timeout_ms, rebalance_timeout_ms
             m.capacity, m.revoked_all = capacity, revoked_all
-            if self.state is GroupState.STABLE:
-                self._prepare_rebalance(now_ms, f"member {member_id} rejoined")
+            self._prepare_rebalance(now_ms, f"member {member_id} rejoined")
             m.joined = True
             self._maybe_complete_round(now_ms)
             return member_id
@@ -340,6 +396,8 @@ class Group:
                 self.group_id, instance_id, new_id, self.generation,
             )
             self._record_changed()
+            if self.state is GroupState.COMPLETING_REBALANCE:
+                self._prepare_rebalance(now_ms, f"static member {instance_id} rejoined as {new_id}")
             if self.state is GroupState.PREPARING_REBALANCE:
                 new.joined = True
                 self._maybe_complete_round(now_ms)
@@ -362,10 +420,14 @@ class Group:
         if m.assignment is not None and m.assignment.generation > known_generation and not m.assignment.restored:
             if self._durable_generation is not None and m.assignment.generation > self._durable_generation:
                 return None  # formed, not saved yet: a restart could forget it
-            m.fetched_generation = m.assignment.generation
+            got = m.assignment
+            m.fetched_generation = got.generation
             self._delivered(member_id, now_ms)
-            return m.assignment
-        if self.state is GroupState.PREPARING_REBALANCE:
+            if got.assignor_error:
+                # The member stops on this error: the others need not wait out its timeouts.
+                self._remove(member_id, now_ms, f"its assignment failed (assignor error {got.assignor_error})")
+            return got
+        if self.state in _REBALANCING:
             if m.joined:
                 return None
             raise GroupErrorException(GroupError.REBALANCE_IN_PROGRESS, "a rebalance is in progress; rejoin")
@@ -383,7 +445,7 @@ class Group:
         m = self._member(member_id, instance_id)
         m.last_seen_ms = now_ms
         self.check_generation(member_id=member_id, instance_id=instance_id, generation=generation)
-        if self.state is GroupState.PREPARING_REBALANCE:
+        if self.state in _REBALANCING:
             raise GroupErrorException(GroupError.REBALANCE_IN_PROGRESS, "a rebalance is in progress; rejoin")
 
     def check_generation(self, *, member_id: str, instance_id: str | None, generation: int) -> None:
@@ -428,6 +490,8 @@ class Group:
         return len(self._undelivered)
 
     def request_rebalance(self, now_ms: int, reason: str) -> None:
-        """Start a round now, e.g. when the set of tasks changed."""
-        if self.state is GroupState.STABLE:
+        """Start a round now, e.g. when the set of tasks or the assigner's settings changed (a round
+        being computed is recomputed)."""
+        if self.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             self._prepare_rebalance(now_ms, reason)
+            self._maybe_complete_round(now_ms)

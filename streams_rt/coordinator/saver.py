@@ -11,11 +11,12 @@ from collections.abc import Callable
 
 from streams_rt.coordinator.group import Group
 from streams_rt.coordinator.group_record import GroupRecord
+from streams_rt.coordinator.worker import Worker
 
 log = logging.getLogger(__name__)
 
 
-class RecordSaver:
+class RecordSaver(Worker):
     def __init__(
         self,
         group: Group,
@@ -27,54 +28,41 @@ class RecordSaver:
         pause: Callable[[float], object] | None = None,
     ) -> None:
         """`lock` guards `group`; it is notified after each save so waiting syncs look again.
-        `pause(seconds)` waits between failed attempts (tests record the back-off with it)."""
+        `pause(seconds)` waits between failed attempts (tests record the back-off with it). Notify
+        the saver when the group may have something new to save."""
+        super().__init__("coordinator-saver")
         self._group, self._lock, self._save = group, lock, save
         self._first_backoff_s, self._max_backoff_s = first_backoff_s, max_backoff_s
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
+        self._backoff = first_backoff_s
         self._pause = pause or self._stopping.wait
         self.failing = False
-        self._thread = threading.Thread(target=self._run, name="coordinator-saver", daemon=True)
-        self._thread.start()
+        self.start()
 
-    def notify(self) -> None:
-        """The group may have something new to save (cheap: called after every group change)."""
-        self._wake.set()
-
-    def close(self, timeout_s: float = 5.0) -> None:
-        self._stopping.set()
-        self._wake.set()
-        self._thread.join(timeout_s)
-
-    def _run(self) -> None:
-        backoff = self._first_backoff_s
-        while not self._stopping.is_set():
-            self._wake.wait()
-            self._wake.clear()
-            with self._lock:
-                pending = self._group.unsaved()
-            if pending is None:
-                continue
-            changes, record = pending
-            try:
-                self._save(record)
-            except Exception:
-                if not self.failing:
-                    log.exception(
-                        "group %s: could not save generation %d; its members wait, retrying with back-off up to %.0f s",
-                        self._group.group_id, record.generation, self._max_backoff_s,
-                    )
-                    self.failing = True
-                self._pause(backoff)
-                backoff = min(backoff * 2, self._max_backoff_s)
-                self._wake.set()
-                continue
-            if self.failing:
-                log.warning("group %s: saving works again (generation %d saved)", self._group.group_id, record.generation)
-                self.failing = False
-            backoff = self._first_backoff_s
-            with self._lock:
-                self._group.saved(changes, record.generation)
-                self._lock.notify_all()
-                if self._group.has_unsaved:
-                    self._wake.set()
+    def work(self) -> None:
+        with self._lock:
+            pending = self._group.unsaved()
+        if pending is None:
+            return
+        changes, record = pending
+        try:
+            self._save(record)
+        except Exception:
+            if not self.failing:
+                log.exception(
+                    "group %s: could not save generation %d; its members wait, retrying with back-off up to %.0f s",
+                    self._group.group_id, record.generation, self._max_backoff_s,
+                )
+                self.failing = True
+            self._pause(self._backoff)
+            self._backoff = min(self._backoff * 2, self._max_backoff_s)
+            self.notify()
+            return
+        if self.failing:
+            log.warning("group %s: saving works again (generation %d saved)", self._group.group_id, record.generation)
+            self.failing = False
+        self._backoff = self._first_backoff_s
+        with self._lock:
+            self._group.saved(changes, record.generation)
+            self._lock.notify_all()
+            if self._group.has_unsaved:
+                self.notify()

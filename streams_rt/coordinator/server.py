@@ -1,21 +1,29 @@
-"""The coordinator's Arrow Flight endpoint: decodes each action against its schema, applies it to
-the pure `Group` under one lock, and drives the group's clock from a ticker thread."""
+"""The coordinator's Arrow Flight endpoint: decodes each action against its schema and bounds,
+applies it to the pure `Group` under one lock, computes rounds off that lock (RoundRunner), and drives
+the group's clock from a ticker thread. Calls without the application's secret never get here
+(SecureFlightServer); whatever fails inside a call reaches the client as a typed error, never a
+traceback."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.flight as flight
 
-from streams_rt.rpc.errors import GroupError, GroupErrorException
+from streams_rt.coordinator.admission import check_join
 from streams_rt.coordinator.errors import SubscriptionRejected
-from streams_rt.coordinator.group import Group
+from streams_rt.coordinator.group import Group, GroupState, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
+from streams_rt.coordinator.round_runner import RoundRunner
 from streams_rt.coordinator.saver import RecordSaver
+from streams_rt.rpc.auth import SharedSecret
+from streams_rt.rpc.errors import GroupError, GroupErrorException, abbreviate, shorten
 from streams_rt.rpc.messages import (
     REQUESTS,
     DescribeRequest,
@@ -26,9 +34,9 @@ from streams_rt.rpc.messages import (
     JoinResponse,
     LeaveRequest,
     LeaveResponse,
-    Message,
     ReportTasksRequest,
     ReportTasksResponse,
+    Request,
     RequestShutdownRequest,
     RequestShutdownResponse,
     Response,
@@ -40,7 +48,9 @@ from streams_rt.rpc.messages import (
     TaskStatusResponse,
 )
 from streams_rt.coordinator.task_reports import TaskReports
+from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.rpc.tasks import parse_reports
+from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +61,12 @@ def monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
-class CoordinatorServer(flight.FlightServerBase):
+class CoordinatorServer(SecureFlightServer):
     def __init__(
         self,
         group: Group,
         *,
+        assigner: RoundAssigner,
         decode_subscription: Callable[[bytes], Any],
         describe: Callable[[], dict[str, Any]],
         set_protocol: Callable[[str], None],
@@ -66,10 +77,14 @@ class CoordinatorServer(flight.FlightServerBase):
         port: int = 0,
         tick_interval_ms: int = 50,
         clock: Callable[[], int] = monotonic_ms,
+        secret: SharedSecret | None = None,
+        tls: TlsIdentity | None = None,
+        settings: ControlPlaneSettings = ControlPlaneSettings(),
     ) -> None:
-        super().__init__(f"grpc://{host}:{port}")
-        self.host = host
+        """`group` is computed by `assigner` off the lock. With `secret`, every call must carry it;
+        without, the server binds loopback only. `settings` bounds every request."""
         self._group = group
+        self._settings = settings
         self._decode = decode_subscription
         self._describe = describe
         self._set_protocol = set_protocol
@@ -77,11 +92,8 @@ class CoordinatorServer(flight.FlightServerBase):
         self._task_reports = task_reports or TaskReports({})
         self._clock = clock
         self._cond = threading.Condition()
-        self._saver = RecordSaver(group, self._cond, save) if save is not None else None
         self._stopping = threading.Event()
         self._tick_s = tick_interval_ms / 1000
-        self._ticker = threading.Thread(target=self._tick_loop, name="coordinator-ticker", daemon=True)
-        self._ticker.start()
         self._handlers: dict[str, Callable[[Any], Response]] = {
             JoinRequest.ACTION: self._join,
             SyncRequest.ACTION: self._sync,
@@ -93,10 +105,16 @@ class CoordinatorServer(flight.FlightServerBase):
             ReportTasksRequest.ACTION: self._report_tasks,
             TaskStatusRequest.ACTION: self._task_status,
         }
-
-    @property
-    def address(self) -> str:
-        return f"grpc://{self.host}:{self.port}"
+        # Everything a call touches exists before the port opens (a host may be retrying on it).
+        self._saver = RecordSaver(group, self._cond, save) if save is not None else None
+        self._rounds = RoundRunner(group, self._cond, assigner, clock, self._round_applied)
+        self._ticker = threading.Thread(target=self._tick_loop, name="coordinator-ticker", daemon=True)
+        self._ticker.start()
+        try:
+            super().__init__(f"coordinator of {group.group_id}", host, port, secret=secret, tls=tls)
+        except BaseException:
+            self._stop_threads()
+            raise
 
     @property
     def lock(self) -> threading.Condition:
@@ -109,8 +127,24 @@ class CoordinatorServer(flight.FlightServerBase):
         with self._cond:
             self._cond.notify_all()
         super().shutdown()
+        self._stop_threads()
+
+    def _stop_threads(self) -> None:
+        self._stopping.set()
+        self._ticker.join(5)
+        self._rounds.close()
         if self._saver is not None:
             self._saver.close()
+
+    def request_rebalance(self, reason: str, change: Callable[[], None] | None = None) -> None:
+        """Under the lock: apply `change` (new settings of the assigner, say), then start a round (a
+        round being computed is recomputed). `change` may raise GroupErrorException: no round then."""
+        with self._cond:
+            before = self._observable()
+            if change is not None:
+                change()
+            self._group.request_rebalance(self._clock(), reason)
+            self._wake_if_changed(before)
 
     # ---- Flight ------------------------------------------------------------------------------
     def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
@@ -119,22 +153,41 @@ class CoordinatorServer(flight.FlightServerBase):
     def do_action(self, context: flight.ServerCallContext, action: flight.Action) -> Iterator[bytes]:
         kinds = REQUESTS.get(action.type)
         if kinds is None:
-            raise flight.FlightServerError(f"unknown action {action.type!r}; known: {sorted(REQUESTS)}")
+            raise flight.FlightServerError(f"unknown action {abbreviate(action.type)}; known: {sorted(REQUESTS)}")
         request_cls, response_cls = kinds
         try:
-            request: Message = request_cls.from_bytes(action.body.to_pybytes())
-            if getattr(request, "group_id") != self._group.group_id:
-                raise GroupErrorException(
-                    GroupError.INCONSISTENT_GROUP,
-                    f"this coordinator serves group {self._group.group_id!r}, not {getattr(request, 'group_id')!r}",
-                )
-            response = self._handlers[action.type](request)
+            response = self._handlers[action.type](self._decode_request(request_cls, action.body))
         except GroupErrorException as e:
-            response = response_cls(error=e.error.value, message=e.message, assignor_error=e.assignor_error)
+            response = response_cls(error=e.error.value, message=shorten(e.message), assignor_error=e.assignor_error)
+        except Exception:  # a bug: the log gets the traceback, the client a typed error
+            incident = uuid.uuid4().hex[:12]
+            log.exception("group %s: %s failed (incident %s)", self._group.group_id, action.type, incident)
+            response = response_cls(
+                error=GroupError.UNKNOWN_SERVER_ERROR.value,
+                message=f"the coordinator failed on this {action.type}; its log says why (incident {incident})",
+            )
         return iter([response.to_bytes()])
+
+    def _decode_request(self, request_cls: type[Request], body: pa.Buffer) -> Request:
+        """The request, within rpc.request.max.bytes (checked before reading it) and for this group."""
+        if body.size > self._settings.max_request_bytes:
+            raise GroupErrorException(
+                GroupError.INVALID_REQUEST,
+                f"{request_cls.__name__}: a body of {body.size} bytes is above rpc.request.max.bytes"
+                f" ({self._settings.max_request_bytes})",
+            )
+        request = request_cls.from_bytes(body.to_pybytes())
+        group_id = getattr(request, "group_id")
+        if group_id != self._group.group_id:
+            raise GroupErrorException(
+                GroupError.INCONSISTENT_GROUP,
+                f"this coordinator serves group {self._group.group_id!r}, not {abbreviate(group_id)}",
+            )
+        return request
 
     # ---- handlers ----------------------------------------------------------------------------
     def _join(self, req: JoinRequest) -> JoinResponse:
+        check_join(req, self._settings)
         try:
             subscription = self._decode(req.user_data)
         except SubscriptionRejected as e:
@@ -164,12 +217,15 @@ class CoordinatorServer(flight.FlightServerBase):
         deadline = time.monotonic() + min(max(req.wait_ms, 0), MAX_SYNC_WAIT_MS) / 1000
         with self._cond:
             while True:
+                before = self._observable()
                 got = self._group.sync(
                     member_id=req.member_id,
                     instance_id=req.group_instance_id,
                     known_generation=req.generation,
                     now_ms=self._clock(),
                 )
+                if self._observable() != before:  # delivering a failed assignment removes the member
+                    self._wake_if_changed(before)
                 remaining = deadline - time.monotonic()
                 if got is not None or remaining <= 0 or self._stopping.is_set():
                     break
@@ -243,15 +299,27 @@ class CoordinatorServer(flight.FlightServerBase):
                     log.exception("group %s: tick failed", self._group.group_id)
                 self._wake_if_changed(before)
 
+    def _round_applied(self) -> None:
+        """Under the lock, after the RoundRunner applied a round: a new generation to deliver and save."""
+        if self._saver is not None:
+            self._saver.notify()
+        self._cond.notify_all()
+
     def _observable(self) -> tuple[int, object, int]:
-        """What a waiting `sync` can observe: a new generation, a state change, or a removed member."""
-        return (self._group.generation, self._group.state, len(self._group.members))
+        """What a waiting `sync` or `heartbeat` can observe: a new generation, a rebalance starting or
+        ending, or a removed member. A round moving on to be computed is none of these."""
+        state = self._group.state
+        if state is GroupState.COMPLETING_REBALANCE:
+            state = GroupState.PREPARING_REBALANCE
+        return (self._group.generation, state, len(self._group.members))
 
     def _wake_if_changed(self, before: tuple[int, object, int]) -> None:
         """Wake the waiting syncs only when they may have an answer: a join that merely adds one more
         member to the round must not wake hundreds of waiters (that is quadratic per round)."""
         if self._saver is not None:
             self._saver.notify()
+        if self._group.pending_round() is not None:
+            self._rounds.notify()
         generation, state, members = self._observable()
         if (generation, state) != before[:2] or members < before[2]:
             self._cond.notify_all()

@@ -1,5 +1,6 @@
 """Wires one coordinator together: the pure group, the round assigner, metrics and the Flight server.
-This is what the driver starts; the generation and the assignment are queryable from here."""
+This is what the driver starts; the generation and the assignment are queryable from here, and so is
+the application run's secret, which the driver hands to the hosts it starts."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streams_rt.assignment import AssignmentConfigs, RebalanceProtocol
+from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.errors import GroupError, GroupErrorException
+from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.coordinator.group import Group, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
 from streams_rt.coordinator.metrics import RebalanceMetrics
@@ -61,12 +64,18 @@ class Coordinator:
         *,
         store: StateStore | None = None,
         clock: Callable[[], int] = monotonic_ms,
+        settings: ControlPlaneSettings = ControlPlaneSettings(),
+        secret: SharedSecret | None = None,
         task_inputs: Mapping[TaskId, Sequence[TopicPartition]] | None = None,
     ) -> None:
         """`store` keeps the generation and the members across a driver restart; `clock` is the
-        monotonic milliseconds every rule runs on (tests may move it forward); `task_inputs` (each
-        task's input partitions) is what `task_status` reports tasks against."""
+        monotonic milliseconds every rule runs on (tests may move it forward). `settings` bound the
+        requests and switch TLS on. Every call must carry `secret`: by default a new one when
+        `settings.authenticate`, none otherwise (pass the old one to keep the hosts of this run
+        across a coordinator restart). `task_inputs` (each task's input partitions) is what
+        `task_status` reports tasks against."""
         self.config = config
+        self.secret = secret if secret is not None else SharedSecret.generate() if settings.authenticate else None
         self.metrics = RebalanceMetrics()
         self._clock = clock
         self._store = store
@@ -85,7 +94,7 @@ class Coordinator:
             )
         self.group = Group(
             config.application_id,
-            planner,
+            None,  # rounds are computed by the server's RoundRunner, off the group lock
             restored=snapshot.group if snapshot is not None else None,
             now_ms=now,
             observer=self.metrics,
@@ -94,6 +103,7 @@ class Coordinator:
         )
         self._server = CoordinatorServer(
             self.group,
+            assigner=planner,
             decode_subscription=planner.decode_subscription,
             describe=self.describe,
             set_protocol=lambda name: self.set_protocol(name or None, "operator set_protocol action"),
@@ -104,6 +114,9 @@ class Coordinator:
             port=config.port,
             tick_interval_ms=config.tick_interval_ms,
             clock=clock,
+            secret=self.secret,
+            tls=settings.server_tls(),
+            settings=settings,
         )
         self._serve = threading.Thread(target=self._server.serve, name="coordinator-flight", daemon=True)
         self._serve.start()
@@ -149,9 +162,7 @@ class Coordinator:
 
     def request_rebalance(self, reason: str) -> None:
         """Start a round now (an operator action, or the set of tasks changed)."""
-        with self._server.lock:
-            self.group.request_rebalance(self._clock(), reason)
-            self._server.lock.notify_all()
+        self._server.request_rebalance(reason)
 
     def set_protocol(self, protocol: RebalanceProtocol | str | None, reason: str = "operator toggle") -> None:
         """KIP-125's dynamic toggle: run the group EAGER or COOPERATIVE (None: automatic) from a
@@ -159,10 +170,9 @@ class Coordinator:
         policy = getattr(self._planner, "policy", None)
         if not isinstance(policy, ProtocolPolicy):
             raise GroupErrorException(GroupError.INVALID_REQUEST, "this coordinator's planner has no protocol toggle")
-        with self._server.lock:
-            policy.set_override(RebalanceProtocol[protocol] if isinstance(protocol, str) else protocol)
-            self.group.request_rebalance(self._clock(), f"{reason}: protocol {protocol or 'automatic'}")
-            self._server.lock.notify_all()
+        chosen = RebalanceProtocol[protocol] if isinstance(protocol, str) else protocol
+        self._server.request_rebalance(f"{reason}: protocol {protocol or 'automatic'}",
+                                       lambda: policy.set_override(chosen))
 
     def request_shutdown(self, reason: str = "operator request") -> None:
         """KIP-725: shut the whole application down. A round starts now and tells every member
@@ -171,11 +181,8 @@ class Coordinator:
         request = getattr(self._planner, "request_shutdown", None)
         if request is None:
             raise GroupErrorException(GroupError.INVALID_REQUEST, "this coordinator's planner cannot request a shutdown")
-        with self._server.lock:
-            request()
-            log.warning("application %s: shutdown requested: %s", self.config.application_id, reason)
-            self.group.request_rebalance(self._clock(), f"application shutdown requested: {reason}")
-            self._server.lock.notify_all()
+        self._server.request_rebalance(f"application shutdown requested: {reason}", request)
+        log.warning("application %s: shutdown requested: %s", self.config.application_id, reason)
 
     def close(self) -> None:
         self._server.shutdown()
@@ -192,8 +199,10 @@ def start_coordinator(
     codec: UserDataCodec | None = None,
 ) -> Coordinator:
     """A Streams coordinator from Kafka-style properties: application.id, coordinator.host/port,
-    group.initial.rebalance.delay.ms, scheduled.rebalance.max.delay.ms, upgrade.from and the
-    assignor's settings. `codec` fixes the latest user data version (default: ours, 11)."""
+    group.initial.rebalance.delay.ms, scheduled.rebalance.max.delay.ms, upgrade.from, the
+    assignor's settings and ControlPlaneSettings' (bounds, rpc.authenticate, rpc.ssl.*). `codec`
+    fixes the latest user data version (default: ours, 11). Hand `coordinator.secret.environment()`
+    to the hosts you start."""
     upgrade_from = props.get("upgrade.from")
     planner = StreamsRoundPlanner(
         tasks,
@@ -208,4 +217,7 @@ def start_coordinator(
         task: [TopicPartition(topic, task.partition) for topic in (source_topics or {}).get(task.subtopology, ())]
         for task in tasks
     }
-    return Coordinator(CoordinatorConfig.from_properties(props), planner, store=store, task_inputs=inputs)
+    return Coordinator(
+        CoordinatorConfig.from_properties(props), planner, store=store,
+        settings=ControlPlaneSettings.from_properties(props), task_inputs=inputs,
+    )

@@ -14,7 +14,7 @@ from streams_rt.assignment import AssignmentConfigs, ClientAssignment, ClientSta
 from streams_rt.assignment.lag import is_caught_up
 from streams_rt.coordinator.assignment_content import SourceTopics, build_contents
 from streams_rt.coordinator.departures import DepartureTracker
-from streams_rt.rpc.errors import GroupError, GroupErrorException
+from streams_rt.rpc.errors import GroupError, GroupErrorException, shorten
 from streams_rt.coordinator.errors import SubscriptionRejected
 from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
@@ -23,6 +23,7 @@ from streams_rt.coordinator.user_data import (
     DecodedSubscription,
     StreamsUserDataCodec,
     UserDataCodec,
+    parse_endpoint,
 )
 from streams_rt.protocol import NO_NEXT_REBALANCE, AssignorError, HostInfo, TaskId
 from streams_rt.protocol.errors import MalformedUserData
@@ -59,14 +60,15 @@ class RoundVersions:
         return cls(used, common, probing)
 
 
-def _endpoint(text: str | None) -> HostInfo | None:
-    if not text:
+def _endpoint(s: DecodedSubscription) -> HostInfo | None:
+    """The member's user endpoint as its assignment writes it back; ValueError names what does not fit."""
+    text = s.info.user_endpoint if s.info is not None else None
+    if text is None:
         return None
-    host, _, port = text.rpartition(":")
     try:
-        return HostInfo(host, int(port))
-    except ValueError:
-        return None
+        return parse_endpoint(text)
+    except ValueError as e:
+        raise ValueError(f"subscription field user_endpoint {e}") from None
 
 
 def enforce_handoff(
@@ -157,10 +159,18 @@ class StreamsRoundPlanner:
         return self.codec.latest_supported_version
 
     def decode_subscription(self, data: bytes) -> DecodedSubscription:
+        """The subscription, checked at join for everything a round writes back about the member
+        (its endpoint goes into every member's AssignmentInfo): one member's values can then never
+        fail the round of the others. Raises SubscriptionRejected naming the field."""
         try:
-            return self.codec.decode_subscription(data)
+            decoded = self.codec.decode_subscription(data)
         except MalformedUserData as e:
+            raise SubscriptionRejected(shorten(str(e), 300), int(AssignorError.ASSIGNMENT_ERROR)) from None
+        try:
+            _endpoint(decoded)
+        except ValueError as e:
             raise SubscriptionRejected(str(e), int(AssignorError.ASSIGNMENT_ERROR)) from None
+        return decoded
 
     def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
         subs: dict[str, DecodedSubscription] = {mid: m.subscription for mid, m in members.items()}
@@ -174,6 +184,7 @@ class StreamsRoundPlanner:
             )
         if self.shutdown_requested:
             return self._shutdown_round(members, generation, versions, protocol)
+        departures: DepartureTracker | None = None  # probing rounds keep it as it is
         if versions.probing:
             planned = self._probing_assignment(members)
             next_at: int | None = now_ms  # everyone rejoins at the version it now knows to use
@@ -183,7 +194,8 @@ class StreamsRoundPlanner:
                 generation, latest, versions.used, versions.commonly_supported,
             )
         else:
-            planned, next_at = self._assign(members, subs, protocol, now_ms)
+            departures = self._departures.copy()
+            planned, next_at = self._assign(members, subs, protocol, now_ms, departures)
         # Ownership claims come from the subscriptions. An EAGER member revoked everything before
         # joining: it reports its previous tasks (for stickiness) but claims nothing. An unreadable
         # (future) subscription claims nothing either.
@@ -194,18 +206,47 @@ class StreamsRoundPlanner:
         safe, followup = enforce_handoff(planned, claims)
         if followup or any(a.revoke for a in safe.values()):
             next_at = now_ms
-        endpoints = {mid: _endpoint(s.info.user_endpoint) if s.info else None for mid, s in subs.items()}
+        endpoints: dict[str, HostInfo | None] = {}
+        unwritable: dict[str, str] = {}  # checked at join; only a subscription decoded elsewhere gets here
+        for mid, s in subs.items():
+            try:
+                endpoints[mid] = _endpoint(s)
+            except ValueError as e:
+                endpoints[mid], unwritable[mid] = None, str(e)
         contents = build_contents(safe, endpoints, self.topics, self._wire_time(next_at, now_ms))
         assignments = {
-            mid: MemberAssignment(
-                generation=generation,
-                protocol=protocol.name,
-                user_data=self.codec.encode_assignment(versions.used, versions.commonly_supported, contents[mid]),
-                tasks=a,
-            )
+            mid: self._encode(mid, generation, protocol, versions, contents[mid], a, unwritable.get(mid))
             for mid, a in safe.items()
         }
-        return RoundOutcome(assignments, protocol.name, next_at)
+        return RoundOutcome(assignments, protocol.name, next_at, commit=self._keeper(departures))
+
+    def _encode(
+        self, member_id: str, generation: int, protocol: RebalanceProtocol, versions: RoundVersions,
+        content: AssignmentContent, tasks: ClientAssignment, unwritable: str | None,
+    ) -> MemberAssignment:
+        """One member's assignment; if it cannot be written, that member alone gets ASSIGNMENT_ERROR
+        (and stops, so the group forgets it and a round moves its tasks to the others)."""
+        if unwritable is None:
+            try:
+                data = self.codec.encode_assignment(versions.used, versions.commonly_supported, content)
+                return MemberAssignment(generation, protocol.name, data, tasks=tasks)
+            except Exception as e:
+                log.exception("generation %d: cannot write member %s's assignment", generation, member_id)
+                unwritable = type(e).__name__
+        else:
+            log.error("generation %d: cannot write member %s's assignment: %s", generation, member_id, unwritable)
+        why = f"the coordinator cannot write this member's assignment ({unwritable})"
+        return MemberAssignment(generation, protocol.name, b"", AssignorError.ASSIGNMENT_ERROR, why)
+
+    def _keeper(self, departures: DepartureTracker | None) -> Callable[[], None] | None:
+        """Keeps what a round recorded about departures, once the group applies the round."""
+        if departures is None:
+            return None
+
+        def keep() -> None:
+            self._departures = departures
+
+        return keep
 
     def _shutdown_round(
         self, members: Mapping[str, Member], generation: int, versions: RoundVersions, protocol: RebalanceProtocol
@@ -239,6 +280,7 @@ class StreamsRoundPlanner:
         subs: Mapping[str, DecodedSubscription],
         protocol: RebalanceProtocol,
         now_ms: int,
+        departures: DepartureTracker,
     ) -> tuple[dict[str, ClientAssignment], int | None]:
         by_process: dict[uuid.UUID, str] = {}
         clients: list[ClientState] = []
@@ -265,16 +307,16 @@ class StreamsRoundPlanner:
                 )
             )
         ends = self._end_offsets()
-        held = self._departures.held_tasks(
+        held = departures.held_tasks(
             by_process, lambda t: self._caught_up_elsewhere(t, clients, ends), now_ms
         )
         result = assign(self.tasks - held, clients, ends, self.configs, protocol, now_ms)
-        self._departures.record_round({pid: a.active for pid, a in result.clients.items()})
+        departures.record_round({pid: a.active for pid, a in result.clients.items()})
         planned = {mid: ClientAssignment() for mid in members}
         for pid, a in result.clients.items():
             planned[by_process[pid]] = a
         next_at = now_ms if result.followup_rebalance else result.probing_rebalance_at_ms
-        deadline = self._departures.next_deadline_ms()
+        deadline = departures.next_deadline_ms()
         if deadline is not None:
             next_at = deadline if next_at is None else min(next_at, deadline)
         return planned, next_at

@@ -6,6 +6,7 @@ product code knowing any version above its own."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -22,6 +23,8 @@ from streams_rt.protocol import (
     TopicPartition,
     decode_subscription,
 )
+from streams_rt.protocol.strings import MAX_UTF_BYTES, encode_mutf8
+from streams_rt.rpc.errors import abbreviate
 
 Partitions = tuple[TopicPartition, ...]
 
@@ -34,6 +37,25 @@ class DecodedSubscription:
     version: int
     latest_supported_version: int  # -1 for v1-2, which do not carry it
     info: SubscriptionInfo | None
+
+
+MAX_PORT = 65535
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+def parse_endpoint(text: str) -> HostInfo:
+    """A user endpoint (Kafka Streams' application.server, `host:port`) as every AssignmentInfo
+    writes it back: a host of at most 65535 bytes of modified UTF-8 (writeUTF) and a TCP port.
+    Raises ValueError saying what does not fit, quoting at most a prefix."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host:
+        raise ValueError(f"is not host:port: {abbreviate(text)}")
+    if not _PORT.fullmatch(port) or not 1 <= int(port) <= MAX_PORT:
+        raise ValueError(f"port {abbreviate(port)} is not a TCP port (1 to {MAX_PORT})")
+    size = len(host) if len(host) > MAX_UTF_BYTES else len(encode_mutf8(host))
+    if size > MAX_UTF_BYTES:
+        raise ValueError(f"host is at least {size} bytes, above the {MAX_UTF_BYTES} an assignment can carry")
+    return HostInfo(host, int(port))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.rpc.auth import SharedSecret
 
 MAX_TICKET_BYTES = 1 << 20
 
@@ -87,15 +88,20 @@ class BatchError(Exception):
 class HostClient:
     """Runs batches on one host (its endpoint, from task_status) and acknowledges their commit."""
 
-    def __init__(self, endpoint: str, timeout_s: float = 600.0) -> None:
+    def __init__(self, endpoint: str, timeout_s: float = 600.0, secret: SharedSecret | None = None) -> None:
+        """`secret` defaults to the one the driver handed this process (from the environment)."""
         self.endpoint = endpoint
         self._client = flight.FlightClient(endpoint)
-        self._options = flight.FlightCallOptions(timeout=timeout_s)
+        chosen = secret if secret is not None else SharedSecret.from_environment()
+        headers = chosen.call_headers() if chosen is not None else []
+        self._options = flight.FlightCallOptions(timeout=timeout_s, headers=headers)
 
     def run_batch(self, request: BatchRequest) -> pa.Table:
         """The batch's output rows; raises BatchError."""
         try:
             return self._client.do_get(flight.Ticket(request.to_bytes()), self._options).read_all()
+        except flight.FlightUnauthenticatedError as e:
+            raise BatchError("UNAUTHENTICATED", f"{self.endpoint}: {e}") from None
         except flight.FlightError as e:
             raise BatchError.from_flight(e) from None
         except OSError as e:
@@ -112,6 +118,8 @@ class HostClient:
     def _action(self, name: str, body: bytes) -> bytes:
         try:
             results = list(self._client.do_action(flight.Action(name, body), self._options))
+        except flight.FlightUnauthenticatedError as e:
+            raise BatchError("UNAUTHENTICATED", f"{self.endpoint}: {e}") from None
         except flight.FlightError as e:
             raise BatchError.from_flight(e) from None
         except OSError as e:

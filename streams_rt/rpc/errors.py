@@ -24,6 +24,8 @@ class GroupError(enum.Enum):
     INVALID_REQUEST = "INVALID_REQUEST"
     # Fatal: the request names another group (application.id).
     INCONSISTENT_GROUP = "INCONSISTENT_GROUP"
+    # Fatal: the server failed on its own; it logged why (clients get no traceback).
+    UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"
 
     @property
     def retriable(self) -> bool:
@@ -47,3 +49,21 @@ class GroupErrorException(Exception):
     @property
     def retriable(self) -> bool:
         return self.error.retriable
+
+
+QUOTE_LIMIT = 40
+MAX_MESSAGE_CHARS = 512  # the longest `message` a server sends
+
+
+def shorten(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`text` cut to `limit` characters, saying how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def abbreviate(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """The repr of at most `limit` characters of `value`, with its full length when cut: an error
+    message quotes what it received without echoing a huge field back to the sender (or the log)."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return repr(text) if isinstance(value, str) else text
+    return f"{text[:limit]!r}... ({len(text)} characters)"

@@ -1,23 +1,51 @@
 """The coordinator's RPC messages: explicit JSON schemas, validated field by field on both sides.
 
 Every action body and result is one JSON object. Field types are checked, unknown fields are
-refused, and Kafka user data travels as base64 of its exact bytes. Nothing is unpickled."""
+refused, and Kafka user data travels as base64 of its exact bytes. Nothing is unpickled. Requests
+are bounded as Kafka's broker bounds them: ids as long as Kafka allows, integers in int32, JSON no
+deeper than the schemas need; error messages quote only a short prefix of a bad value."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import dataclasses
+import functools
 import json
+import re
 import types
 import typing
 from typing import Any, ClassVar, TypeVar
 
-from streams_rt.rpc.errors import GroupError, GroupErrorException
+from streams_rt.rpc.errors import GroupError, GroupErrorException, abbreviate
 
 M = TypeVar("M", bound="Message")
 
 PROTOCOLS = ("EAGER", "COOPERATIVE")
+MAX_JSON_DEPTH = 8  # the deepest schema (describe's members) needs 4
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+# Kafka's JoinGroupRequest.validateGroupInstanceId (Topic's rule); application.id prefixes topic names.
+MAX_ID_LENGTH = 249
+LEGAL_ID = re.compile(r"[a-zA-Z0-9._-]+")
+# The coordinator makes member ids as `<group.instance.id or "member">-<uuid4>`.
+MAX_MEMBER_ID_LENGTH = MAX_ID_LENGTH + 37
+MAX_REASON_LENGTH = 255  # Kafka's JoinGroupRequest.maybeTruncateReason
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_A_BRACKET = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_INNERMOST_PAIR = re.compile(rb"\[\]|\{\}")
+
+
+def nests_at_most(body: bytes, depth: int) -> bool:
+    """Whether `body`'s arrays and objects nest at most `depth` deep, checked before parsing (a deep
+    body would otherwise exhaust the parser's recursion). Linear passes in C: strings dropped, then
+    the brackets alone, innermost pairs removed once per level."""
+    brackets = _JSON_STRING.sub(b"", body).translate(None, _NOT_A_BRACKET)
+    for _ in range(depth):
+        if not brackets:
+            return True
+        brackets = _INNERMOST_PAIR.sub(b"", brackets)
+    return not brackets
 
 
 class Message:
@@ -35,30 +63,42 @@ class Message:
     @classmethod
     def from_bytes(cls: type[M], body: bytes) -> M:
         """Parse and validate; raises GroupErrorException(INVALID_REQUEST) naming the bad field."""
+        if not nests_at_most(body, MAX_JSON_DEPTH):
+            raise _invalid(cls, f"body is not JSON nested at most {MAX_JSON_DEPTH} deep")
         try:
             raw = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        except ValueError as e:  # not UTF-8, not JSON, or an integer beyond Python's digit limit
             raise _invalid(cls, f"body is not UTF-8 JSON: {e}") from None
         if not isinstance(raw, dict):
             raise _invalid(cls, "body must be a JSON object")
-        hints = typing.get_type_hints(cls)
-        fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        unknown = sorted(set(raw) - set(fields))
+        schema = _schema(cls)
+        unknown = sorted(set(raw) - set(schema))
         if unknown:
-            raise _invalid(cls, f"unknown fields {unknown}")
+            raise _invalid(cls, f"unknown fields {abbreviate(unknown, 80)}")
         values: dict[str, Any] = {}
-        for name, f in fields.items():
+        for name, (hint, required) in schema.items():
             if name not in raw:
-                if f.default is dataclasses.MISSING:
+                if required:
                     raise _invalid(cls, f"missing field {name!r}")
                 continue
-            values[name] = _check(cls, name, hints[name], raw[name])
+            values[name] = _check(cls, name, hint, raw[name])
         msg = cls(**values)
         msg.validate()
         return msg
 
     def validate(self) -> None:
         """Cross-field checks; overridden where a message has any."""
+
+
+@functools.cache
+def _schema(cls: type[Message]) -> dict[str, tuple[Any, bool]]:
+    """Each field's type and whether it is required; resolved once per class (resolving the
+    annotations costs more than parsing a message)."""
+    hints = typing.get_type_hints(cls)
+    return {
+        f.name: (hints[f.name], f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+    }
 
 
 def _invalid(cls: type, why: str) -> GroupErrorException:
@@ -116,8 +156,39 @@ class Response(Message):
             raise GroupErrorException(GroupError(self.error), self.message, self.assignor_error)
 
 
+# The longest each request string may be; every string field of a request has an entry.
+REQUEST_STRING_LIMITS: dict[str, int] = {
+    "group_id": MAX_ID_LENGTH,
+    "member_id": MAX_MEMBER_ID_LENGTH,
+    "group_instance_id": MAX_ID_LENGTH,
+    "protocol": max(map(len, PROTOCOLS)),
+    "reason": MAX_REASON_LENGTH,
+    "endpoint": 1000,  # a host's batch endpoint URI
+}
+
+
+class Request(Message):
+    """Base of the requests: the bounds every request is held to, before any field means anything."""
+
+    def validate(self) -> None:
+        for name, value in vars(self).items():
+            if isinstance(value, str) and len(value) > REQUEST_STRING_LIMITS[name]:
+                raise _invalid(
+                    type(self), f"field {name!r} is {len(value)} characters, above the limit of"
+                    f" {REQUEST_STRING_LIMITS[name]}: {abbreviate(value)}",
+                )
+            if isinstance(value, int) and not INT32_MIN <= value <= INT32_MAX:
+                raise _invalid(type(self), f"field {name!r} is out of the int32 range: {abbreviate(value)}")
+        instance_id = getattr(self, "group_instance_id", None)
+        if instance_id is not None and (not LEGAL_ID.fullmatch(instance_id) or instance_id in (".", "..")):
+            raise _invalid(
+                type(self), f"group_instance_id must be Kafka's legal characters [a-zA-Z0-9._-], not '.' or"
+                f" '..', got {abbreviate(instance_id)}",
+            )
+
+
 @dataclasses.dataclass(frozen=True)
-class JoinRequest(Message):
+class JoinRequest(Request):
     ACTION: ClassVar[str] = "join"
     group_id: str
     member_id: str  # "" on a first join: the coordinator assigns one
@@ -133,14 +204,13 @@ class JoinRequest(Message):
     revoked_all: bool = False
 
     def validate(self) -> None:
+        super().validate()
         if self.protocol not in PROTOCOLS:
-            raise _invalid(type(self), f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
+            raise _invalid(type(self), f"protocol must be one of {PROTOCOLS}, got {abbreviate(self.protocol)}")
         if self.session_timeout_ms <= 0 or self.rebalance_timeout_ms <= 0:
             raise _invalid(type(self), "session_timeout_ms and rebalance_timeout_ms must be positive")
         if self.capacity < 1:
             raise _invalid(type(self), f"capacity must be at least 1, got {self.capacity}")
-        if self.group_instance_id == "":
-            raise _invalid(type(self), "group_instance_id must be non-empty when given")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,7 +219,7 @@ class JoinResponse(Response):
 
 
 @dataclasses.dataclass(frozen=True)
-class SyncRequest(Message):
+class SyncRequest(Request):
     """Waits (up to wait_ms) for the member's assignment of a generation newer than `generation`."""
 
     ACTION: ClassVar[str] = "sync"
@@ -169,7 +239,7 @@ class SyncResponse(Response):
 
 
 @dataclasses.dataclass(frozen=True)
-class HeartbeatRequest(Message):
+class HeartbeatRequest(Request):
     """Keeps the session; the answer says whether to rejoin. With wait_ms > 0 the coordinator holds
     the call until a rebalance starts or wait_ms passes, so members learn of a round at once."""
 
@@ -187,7 +257,7 @@ class HeartbeatResponse(Response):
 
 
 @dataclasses.dataclass(frozen=True)
-class LeaveRequest(Message):
+class LeaveRequest(Request):
     ACTION: ClassVar[str] = "leave"
     group_id: str
     member_id: str
@@ -200,7 +270,7 @@ class LeaveResponse(Response):
 
 
 @dataclasses.dataclass(frozen=True)
-class DescribeRequest(Message):
+class DescribeRequest(Request):
     ACTION: ClassVar[str] = "describe"
     group_id: str
 
@@ -219,7 +289,7 @@ class DescribeResponse(Response):
 
 
 @dataclasses.dataclass(frozen=True)
-class SetProtocolRequest(Message):
+class SetProtocolRequest(Request):
     """Operator toggle (KIP-125): run the group EAGER or COOPERATIVE from the next round; "" hands
     the choice back to upgrade.from and the members. Triggers a rebalance."""
 
@@ -228,8 +298,9 @@ class SetProtocolRequest(Message):
     protocol: str
 
     def validate(self) -> None:
+        super().validate()
         if self.protocol not in (*PROTOCOLS, ""):
-            raise _invalid(type(self), f"protocol must be one of {PROTOCOLS} or empty, got {self.protocol!r}")
+            raise _invalid(type(self), f"protocol must be one of {PROTOCOLS} or empty, got {abbreviate(self.protocol)}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,7 +309,7 @@ class SetProtocolResponse(Response):
 
 
 @dataclasses.dataclass(frozen=True)
-class RequestShutdownRequest(Message):
+class RequestShutdownRequest(Request):
     """Operator call (KIP-725's requestShutdown): the next round, which starts now, tells every
     member SHUTDOWN_REQUESTED; each revokes its tasks, leaves and tells its host."""
 
@@ -253,7 +324,7 @@ class RequestShutdownResponse(Response):
 
 
 @dataclasses.dataclass(frozen=True)
-class ReportTasksRequest(Message):
+class ReportTasksRequest(Request):
     """A host's active tasks (streams_rt.rpc.tasks.parse_reports) and the endpoint that serves their
     batches; kept for the member's current generation only."""
 
@@ -271,7 +342,7 @@ class ReportTasksResponse(Response):
 
 
 @dataclasses.dataclass(frozen=True)
-class TaskStatusRequest(Message):
+class TaskStatusRequest(Request):
     """Every task: owner, its endpoint, phase, committed positions, inputs (for batch planning)."""
 
     ACTION: ClassVar[str] = "task_status"
@@ -284,7 +355,7 @@ class TaskStatusResponse(Response):
     tasks: dict = dataclasses.field(default_factory=dict)  # task id -> TaskStatus.to_json()
 
 
-REQUESTS: dict[str, tuple[type[Message], type[Response]]] = {
+REQUESTS: dict[str, tuple[type[Request], type[Response]]] = {
     JoinRequest.ACTION: (JoinRequest, JoinResponse),
     SyncRequest.ACTION: (SyncRequest, SyncResponse),
     HeartbeatRequest.ACTION: (HeartbeatRequest, HeartbeatResponse),

@@ -121,7 +121,8 @@ class LocalApplication:
         config_file = directory / "host.json"
         config_file.write_text(json.dumps(config))
         log_file = directory / "host.log"
-        env = dict(os.environ, **(env or {}),
+        secret = self.coordinator.secret.environment() if self.coordinator.secret is not None else {}
+        env = dict(os.environ, **secret, **(env or {}),
                    PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
         with open(log_file, "ab") as out:
             proc = subprocess.Popen([sys.executable, "-m", "streams_rt.tasks.host_main", "--config", str(config_file)],
@@ -149,7 +150,8 @@ class LocalApplication:
 
     # -- running -------------------------------------------------------------------------------
     def loop(self, max_records_per_task: int | None = 100_000) -> BatchLoop:
-        return BatchLoop(self.coordinator.address, self.application_id, self.bootstrap, max_records_per_task)
+        return BatchLoop(self.coordinator.address, self.application_id, self.bootstrap, max_records_per_task,
+                         secret=self.coordinator.secret)
 
     def wait_until_running(self, loop: BatchLoop, timeout_s: float = 120.0) -> None:
         """Until every task is RUNNING on some host (and the group is stable)."""

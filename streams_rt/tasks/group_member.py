@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from streams_rt.protocol import RebalanceProtocol, TaskId
-from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
+from streams_rt.rpc.client import AuthenticationRefused, CoordinatorUnavailable, GroupClient
 from streams_rt.rpc.errors import GroupError
 from streams_rt.rpc.messages import (
     HeartbeatRequest,
@@ -34,6 +34,7 @@ from streams_rt.rpc.messages import (
 )
 from streams_rt.tasks.membership import (
     Action,
+    AuthenticationFailed,
     Backoff,
     CallbackKind,
     CloseRequested,
@@ -250,6 +251,8 @@ class GroupMember:
             response = self._client.call(request, response_cls, extra_timeout_s=extra_timeout_s)
         except CoordinatorUnavailable as e:
             return self._apply(CoordinatorUnreachable(str(e)), self._clock())
+        except AuthenticationRefused as e:
+            return self._apply(AuthenticationFailed(str(e)), self._clock())
         return self._apply(answered(response), self._clock())
 
     def _join_request(self, join: SendJoin) -> JoinRequest:
@@ -272,7 +275,7 @@ class GroupMember:
                                group_instance_id=self.config.group_instance_id)
         try:
             response = self._client.call(request, LeaveResponse)
-        except CoordinatorUnavailable as e:
+        except (CoordinatorUnavailable, AuthenticationRefused) as e:
             log.info("member %s could not leave cleanly: %s", leave.member_id, e)
             return
         if response.error == GroupError.NONE.value:
@@ -321,6 +324,9 @@ class GroupMember:
                 self._events.put((HeartbeatFailed(str(e), generation), self._clock()))
                 self._closing.wait(interval_s)
                 continue
+            except AuthenticationRefused as e:
+                self._events.put((AuthenticationFailed(str(e)), self._clock()))
+                return
             self._events.put((HeartbeatAnswered(response, generation), self._clock()))
             if response.error == GroupError.NONE.value:
                 self._closing.wait(max(0.0, interval_s - (time.monotonic() - started)))

@@ -22,9 +22,11 @@ import pyarrow.flight as flight
 from confluent_kafka import Consumer
 
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
+from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.batches import BatchError, BatchRequest, BatchRequestInvalid
-from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
+from streams_rt.rpc.client import AuthenticationRefused, CoordinatorUnavailable, GroupClient
 from streams_rt.rpc.messages import ReportTasksRequest, ReportTasksResponse
+from streams_rt.rpc.transport import SecureFlightServer
 from streams_rt.state import ConsoleRestoreListener, Mode, StateConfig, StateUpdater, TaskState
 from streams_rt.tasks.active import ActiveTaskRunner, BatchRefused, BatchTimings, ProcessingSettings, store_specs
 from streams_rt.tasks.execution.runner import DeserializationHandler, ProcessingFailed
@@ -247,7 +249,7 @@ class TaskHost:
                                          generation=member.generation, endpoint=self.endpoint, tasks=tasks)
             try:
                 response = self._report_client.call(request, ReportTasksResponse)
-            except CoordinatorUnavailable as e:
+            except (CoordinatorUnavailable, AuthenticationRefused) as e:
                 if not warned:
                     log.warning("cannot report tasks to the coordinator: %s", e)
                     warned = True
@@ -296,19 +298,19 @@ class _Listener:
         self._host.lost(tasks)
 
 
-class BatchServer(flight.FlightServerBase):
+class BatchServer(SecureFlightServer):
     """Arrow Flight: do_get(ticket = BatchRequest) streams the batch's output rows; actions
-    `commit` (acknowledge a batch) and `status`."""
+    `commit` (acknowledge a batch) and `status`. Guarded by the application's secret (the one the
+    driver handed this process), as the coordinator is."""
 
     def __init__(self, host: TaskHost, bind_host: str, port: int) -> None:
-        super().__init__(f"grpc://{bind_host}:{port}")
+        super().__init__("task host batch endpoint", bind_host, port, secret=SharedSecret.from_environment())
         self._host = host
-        self._bind = bind_host
         self._thread = threading.Thread(target=self.serve, name="streams-rt-batches", daemon=True)
 
     @property
     def endpoint(self) -> str:
-        return f"grpc://{self._bind}:{self.port}"
+        return self.address
 
     def start(self) -> None:
         self._thread.start()

@@ -123,6 +123,10 @@ class UnreadableAssignment(MemberFailed):
     """The assignment's bytes cannot be decoded, or carry versions this member cannot have asked for."""
 
 
+class NotAuthenticated(MemberFailed):
+    """The coordinator refused the member's calls: they do not carry this application's secret."""
+
+
 class MemberCrashed(MemberFailed):
     """A bug in the member's driver: it stopped visibly instead of staying half-joined."""
 
@@ -160,6 +164,13 @@ class HeartbeatFailed:
 
 
 @dataclass(frozen=True)
+class AuthenticationFailed:
+    """The coordinator refused a call for want of the application's secret: retrying cannot help."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class Crashed:
     """The driver hit a bug; the member stops, giving up what it holds."""
 
@@ -179,7 +190,7 @@ class CloseRequested:
 
 Event = (
     JoinAnswered | SyncAnswered | HeartbeatAnswered | HeartbeatFailed | CoordinatorUnreachable | Crashed
-    | ReconciliationCompleted | CloseRequested
+    | AuthenticationFailed | ReconciliationCompleted | CloseRequested
 )
 
 
@@ -332,6 +343,8 @@ class Membership:
             return []  # answers that arrive after the member stopped change nothing
         if isinstance(event, Crashed):
             return self._fail(MemberCrashed(f"unexpected error: {event.error!r}"))
+        if isinstance(event, AuthenticationFailed):
+            return self._fail(NotAuthenticated(event.reason))
         if isinstance(event, CoordinatorUnreachable):
             return self._on_unreachable(event.reason, now_ms)
         if isinstance(event, HeartbeatFailed):

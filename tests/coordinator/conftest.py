@@ -7,12 +7,12 @@ import pytest
 
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
-from tests.coordinator.harness import TASKS, HostFactory
+from tests.coordinator.harness import TASKS, TEST_SETTINGS, HostFactory
 
 
 @pytest.fixture
 def coordinator() -> Iterator[Coordinator]:
-    c = Coordinator(CoordinatorConfig("app"), StreamsRoundPlanner(TASKS))
+    c = Coordinator(CoordinatorConfig("app"), StreamsRoundPlanner(TASKS), settings=TEST_SETTINGS)
     yield c
     c.close()
 

@@ -8,17 +8,53 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pyarrow.flight as flight
+
+from streams_rt.coordinator.group import Member, RoundOutcome
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig, RoundPlanner
 from streams_rt.coordinator.state_store import StateStore
+from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.protocol import TaskId
+from streams_rt.rpc.settings import ControlPlaneSettings
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = frozenset(TaskId(s, p) for s in (0, 1) for p in range(6))
+# Kafka's defaults, except the minimum session: hosts here time out in seconds, so tests stay fast
+# (Kafka's own tests lower group.min.session.timeout.ms the same way).
+TEST_SETTINGS = ControlPlaneSettings(min_session_timeout_ms=100)
+
+
+class GatedPlanner(StreamsRoundPlanner):
+    """The Streams planner, but a round waits at `gate` (open unless a test closes it)."""
+
+    def __init__(self) -> None:
+        super().__init__(TASKS)
+        self.gate = threading.Event()
+        self.gate.set()
+        self.computing = threading.Event()
+        self.rounds: list[list[str]] = []
+
+    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
+        self.computing.set()
+        try:
+            if not self.gate.wait(60):
+                raise TimeoutError("the test never opened the gate")
+            self.rounds.append(sorted(members))
+            return super().__call__(members, generation, now_ms)
+        finally:
+            self.computing.clear()
+
+
+def authenticated(coordinator: Coordinator) -> flight.FlightCallOptions:
+    """Call options of a raw Flight client that carries the coordinator's secret."""
+    assert coordinator.secret is not None
+    return flight.FlightCallOptions(headers=coordinator.secret.call_headers())
 
 
 def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
@@ -69,9 +105,11 @@ class Host:
 
 class HostFactory:
     def __init__(self, coordinator: Coordinator, tmp: Path) -> None:
-        """Hosts find the coordinator at its address, which stays valid across a restart on the same port."""
+        """Hosts find the coordinator at its address, which stays valid across a restart on the same
+        port, and get its secret in their environment, as the driver hands it to the hosts it starts."""
         self.address = coordinator.address
         self.app = coordinator.config.application_id
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(coordinator.secret.environment() if coordinator.secret else {})}
         self.tmp = tmp
         self.hosts: list[Host] = []
 
@@ -82,7 +120,7 @@ class HostFactory:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tests.coordinator.member_host", "--coordinator", self.address,
                  "--app", self.app, "--log", str(log_path), *extra],
-                cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr, env=self.env,
             )
         host = Host(name, log_path, proc, stderr_path)
         self.hosts.append(host)
@@ -186,10 +224,12 @@ def ownership_overlaps(hosts: list[Host]) -> list[str]:
 
 
 def restart(old: Coordinator, planner: RoundPlanner, store: StateStore) -> Coordinator:
-    """Stop the driver's coordinator and start another (maybe another release) on the same port."""
+    """Stop the driver's coordinator and start another (maybe another release) on the same port,
+    with the same secret: the hosts of this application run keep theirs."""
     port = int(old.address.rsplit(":", 1)[1])
     old.close()
-    return Coordinator(CoordinatorConfig(old.config.application_id, port=port), planner, store=store)
+    return Coordinator(CoordinatorConfig(old.config.application_id, port=port), planner, store=store,
+                       settings=TEST_SETTINGS, secret=old.secret)
 
 
 def assert_single_owners(hosts: list[Host]) -> None:

@@ -16,7 +16,7 @@ from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.coordinator.user_data import AssignmentContent
 from streams_rt.protocol import AssignorError
 from streams_rt.rpc.client import GroupClient
-from tests.coordinator.harness import TASKS, Host, HostFactory, settled, wait_until
+from tests.coordinator.harness import TASKS, TEST_SETTINGS, Host, HostFactory, settled, wait_until
 
 
 def held_at_exit(h: Host) -> set[str]:
@@ -33,7 +33,7 @@ def held_at_exit(h: Host) -> set[str]:
 def test_request_shutdown_stops_every_host_cleanly(coordinator: Coordinator, hosts: HostFactory) -> None:
     live = [hosts.start(n) for n in ("a", "b", "c")]
     before = settled(coordinator, live)
-    client = GroupClient(coordinator.address)
+    client = GroupClient(coordinator.address, secret=coordinator.secret)
     try:
         client.call(RequestShutdownRequest(group_id="app", reason="test"), RequestShutdownResponse).raise_for_error()
     finally:
@@ -65,7 +65,7 @@ class ErrorPlanner(StreamsRoundPlanner):
 @pytest.mark.parametrize("code", [AssignorError.INCOMPLETE_SOURCE_TOPIC_METADATA, AssignorError.ASSIGNMENT_ERROR])
 def test_an_assignor_error_stops_the_host_with_a_typed_failure(tmp_path: Path, code: AssignorError) -> None:
     planner = ErrorPlanner(TASKS)
-    coordinator = Coordinator(CoordinatorConfig("app"), planner)
+    coordinator = Coordinator(CoordinatorConfig("app"), planner, settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     try:
         live = [hosts.start(n) for n in ("a", "b")]

@@ -8,7 +8,7 @@ import pytest
 
 from streams_rt.assignment.lag import Lags, is_caught_up
 from streams_rt.assignment.ownership import NO_OWNER
-from streams_rt.coordinator.group import Member, MemberAssignment
+from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.coordinator.user_data import DecodedSubscription
 from streams_rt.protocol import TaskId, decode_assignment
@@ -26,6 +26,13 @@ def member(mid: str, pid: uuid.UUID, sums: dict[TaskId, int], gen: int) -> Membe
     return m
 
 
+def applied(out: RoundOutcome) -> RoundOutcome:
+    """What the group does when it applies a round: the planner keeps what the round recorded."""
+    if out.commit is not None:
+        out.commit()
+    return out
+
+
 def active(out, mid: str) -> set[TaskId]:  # type: ignore[no-untyped-def]
     return set(decode_assignment(out.assignments[mid].user_data).active_tasks)
 
@@ -33,13 +40,13 @@ def active(out, mid: str) -> set[TaskId]:  # type: ignore[no-untyped-def]
 def run(delay_ms: int):  # type: ignore[no-untyped-def]
     planner = StreamsRoundPlanner([T0, T1, T2, T3], changelog_end_offsets=lambda: ENDS,
                                   scheduled_rebalance_max_delay_ms=delay_ms)
-    first = planner({
+    first = applied(planner({
         "a": member("a", A, {T0: -2, T1: -2}, 1),
         "b": member("b", B, {T2: -2, T3: -2, T0: 1_000_000}, 1),  # b has a caught-up copy of T0
-    }, 2, now_ms=0)
+    }, 2, now_ms=0))
     assert active(first, "a") == {T0, T1} and active(first, "b") == {T2, T3}
     b_only = {"b": member("b", B, {T2: -2, T3: -2, T0: 1_000_000}, 2)}
-    return planner, planner(b_only, 3, now_ms=1_000), b_only
+    return planner, applied(planner(b_only, 3, now_ms=1_000)), b_only
 
 
 def test_without_delay_everything_moves_at_once() -> None:
@@ -51,7 +58,7 @@ def test_caught_up_task_moves_at_once_and_the_rest_waits_for_the_delay() -> None
     planner, out, b_only = run(10_000)
     assert active(out, "b") == {T0, T2, T3}  # T1 has no caught-up copy: it waits for a
     assert out.next_rebalance_at_ms == 11_000
-    later = planner(b_only, 4, now_ms=11_000)
+    later = applied(planner(b_only, 4, now_ms=11_000))
     assert active(later, "b") == {T0, T1, T2, T3}
 
 
@@ -70,7 +77,7 @@ def test_short_changelogs_are_caught_up_everywhere_so_nothing_waits() -> None:
     short = {t: 500 for t in (T0, T1, T2, T3)}
     planner = StreamsRoundPlanner([T0, T1, T2, T3], changelog_end_offsets=lambda: short,
                                   scheduled_rebalance_max_delay_ms=10_000)
-    planner({"a": member("a", A, {T0: -2, T1: -2}, 1), "b": member("b", B, {T2: -2, T3: -2}, 1)}, 2, now_ms=0)
+    applied(planner({"a": member("a", A, {T0: -2, T1: -2}, 1), "b": member("b", B, {T2: -2, T3: -2}, 1)}, 2, now_ms=0))
     out = planner({"b": member("b", B, {T2: -2, T3: -2}, 2)}, 3, now_ms=1_000)
     assert active(out, "b") == {T0, T1, T2, T3}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
-from tests.coordinator.harness import TASKS, HostFactory, assert_single_owners, ownership_overlaps, settled
+from tests.coordinator.harness import TASKS, TEST_SETTINGS, HostFactory, assert_single_owners, ownership_overlaps, settled
 
 HOST_ARGS = ("--upgrade-from", "2.3", "--session-ms", "4000", "--max-poll-ms", "8000")
 
@@ -16,7 +16,8 @@ HOST_ARGS = ("--upgrade-from", "2.3", "--session-ms", "4000", "--max-poll-ms", "
 def test_an_eager_group_stays_sticky_when_a_host_joins(tmp_path: Path) -> None:
     """Three EAGER hosts hold 4 tasks each; a fourth joins. Balanced stickiness keeps 3 of each
     host's 4 tasks where they were (9 of 12); the newcomer gets one from each."""
-    coordinator = Coordinator(CoordinatorConfig("app"), StreamsRoundPlanner(TASKS, policy=ProtocolPolicy("2.3")))
+    coordinator = Coordinator(CoordinatorConfig("app"), StreamsRoundPlanner(TASKS, policy=ProtocolPolicy("2.3")),
+                              settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     try:
         live = [hosts.start(n, *HOST_ARGS) for n in ("a", "b", "c")]

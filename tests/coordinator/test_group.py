@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import pytest
 
 from streams_rt.rpc.errors import GroupError, GroupErrorException
-from streams_rt.coordinator.group import Group, GroupState, Member, MemberAssignment, RoundOutcome
+from streams_rt.coordinator.group import Group, GroupState, Member, MemberAssignment, PendingRound, RoundOutcome
 from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
 
 SESSION, REBALANCE = 1000, 3000
@@ -318,3 +318,136 @@ def test_a_member_that_could_not_fetch_a_superseded_generation_rejoins_with_the_
     g.join(member_id=a, instance_id=None, protocol="COOPERATIVE", subscription=None, session_timeout_ms=SESSION,
            rebalance_timeout_ms=REBALANCE, now_ms=4, generation=1)
     assert g.generation == 3
+
+
+# ---- rounds computed off the lock: the group hands out a frozen round and applies it if current ----
+
+
+def driven_group() -> Group:
+    """A group whose rounds a driver computes (no assigner): as the server runs it."""
+    counter = iter(range(1000))
+    return Group("app", None, observer=Observer(), new_member_id=lambda inst: f"{inst or 'm'}-{next(counter)}")
+
+
+def second_round(g: Group, assigner: RecordingAssigner) -> tuple[str, str, PendingRound]:
+    """a holds generation 1; b joins and a rejoins: generation 2's round is handed out."""
+    a = join(g, 0)
+    first = g.pending_round()
+    assert first is not None
+    g.complete_round(first, assigner(first.members, 1, 0), now_ms=0)
+    g.sync(member_id=a, instance_id=None, known_generation=-1, now_ms=0)
+    b = join(g, 1)
+    join(g, 1, a)
+    pending = g.pending_round()
+    assert pending is not None and sorted(pending.members) == sorted([a, b])
+    return a, b, pending
+
+
+def test_a_round_waits_for_its_outcome(assigner: RecordingAssigner) -> None:
+    g = driven_group()
+    a = join(g, 0)
+    pending = g.pending_round()
+    assert g.state is GroupState.COMPLETING_REBALANCE and pending is not None
+    assert pending.generation == 1 and list(pending.members) == [a] and g.generation == 0
+    assert g.sync(member_id=a, instance_id=None, known_generation=-1, now_ms=1) is None  # not ready yet
+    assert g.complete_round(pending, assigner(pending.members, pending.generation, pending.now_ms), now_ms=2)
+    assert g.state is GroupState.STABLE and g.generation == 1 and g.pending_round() is None
+    got = g.sync(member_id=a, instance_id=None, known_generation=-1, now_ms=3)
+    assert got is not None and got.generation == 1
+
+
+def test_the_round_is_frozen_when_handed_out() -> None:
+    g = driven_group()
+    a = join(g, 0)
+    pending = g.pending_round()
+    assert pending is not None
+    g.members[a].capacity = 99  # a change the group makes later must not reach the round in flight
+    assert pending.members[a].capacity == 1
+
+
+@pytest.mark.parametrize("change", ["new member", "rejoin", "leave", "session expiry", "request"])
+def test_a_change_while_the_round_is_computed_supersedes_it(assigner: RecordingAssigner, change: str) -> None:
+    g = driven_group()
+    a, b, stale = second_round(g, assigner)
+    with pytest.raises(GroupErrorException) as e:  # heartbeats are answered while the round is computed
+        g.heartbeat(member_id=a, instance_id=None, generation=1, now_ms=1)
+    assert e.value.error is GroupError.REBALANCE_IN_PROGRESS
+    if change == "new member":
+        join(g, 2)
+    elif change == "rejoin":
+        join(g, 2, b)
+    elif change == "leave":
+        g.leave(member_id=b, instance_id=None, now_ms=2)
+    elif change == "session expiry":
+        # a and b wait in sync; only a keeps asking, so only b's session lapses
+        g.sync(member_id=a, instance_id=None, known_generation=1, now_ms=SESSION)
+        g.tick(SESSION + 2)
+    else:
+        g.request_rebalance(2, "the assigner's settings changed")
+    assert not g.complete_round(stale, assigner(stale.members, 2, 1), now_ms=3)
+    assert g.generation == 1, "the superseded outcome was dropped"
+    current = g.pending_round()
+    assert current is not None and current.number > stale.number and current.generation == 2
+    assert g.complete_round(current, assigner(current.members, 2, 3), now_ms=4)
+    assert g.generation == 2 and sorted(g.members) == sorted(current.members)
+
+
+def test_the_assigners_state_is_kept_only_when_its_round_is_applied(assigner: RecordingAssigner) -> None:
+    g = driven_group()
+    kept: list[int] = []
+    a = join(g, 0)
+    stale = g.pending_round()
+    assert stale is not None
+    join(g, 1)  # supersedes
+    outcome = RoundOutcome({a: MemberAssignment(1, "COOPERATIVE", b"")}, "COOPERATIVE", commit=lambda: kept.append(1))
+    assert not g.complete_round(stale, outcome, now_ms=2) and not kept
+    current = g.pending_round()
+    assert current is not None
+    base = assigner(current.members, 1, 2)
+    assert g.complete_round(current, RoundOutcome(base.assignments, "COOPERATIVE", commit=lambda: kept.append(2)), 3)
+    assert kept == [2]
+
+
+def test_everyone_leaving_while_a_round_is_computed_empties_the_group() -> None:
+    g = driven_group()
+    a = join(g, 0)
+    pending = g.pending_round()
+    assert pending is not None
+    g.leave(member_id=a, instance_id=None, now_ms=1)
+    assert g.state is GroupState.EMPTY and g.pending_round() is None
+    assert not g.complete_round(pending, RoundOutcome({}, "COOPERATIVE"), now_ms=2)
+
+
+def test_a_static_member_replaced_while_the_round_is_computed_joins_the_next(assigner: RecordingAssigner) -> None:
+    g = driven_group()
+    a = join(g, 0, instance="host-a")
+    stale = g.pending_round()
+    assert stale is not None
+    a2 = join(g, 1, instance="host-a")
+    current = g.pending_round()
+    assert current is not None and list(current.members) == [a2] and a not in g.members
+    assert not g.complete_round(stale, assigner(stale.members, 1, 0), now_ms=2)
+    assert g.complete_round(current, assigner(current.members, 1, 1), now_ms=2)
+
+
+def test_a_member_that_fetches_a_failed_assignment_leaves_the_group(assigner: RecordingAssigner) -> None:
+    """It stops on the error: the others' next round does not wait out its timeouts."""
+    g = driven_group()
+    a, b, pending = second_round(g, assigner)
+    ok = assigner(pending.members, 2, 1)
+    failed = MemberAssignment(2, "COOPERATIVE", b"", assignor_error=3, message="cannot write it")
+    g.complete_round(pending, RoundOutcome({a: ok.assignments[a], b: failed}, "COOPERATIVE"), now_ms=2)
+    got = g.sync(member_id=b, instance_id=None, known_generation=-1, now_ms=3)
+    assert got is not None and got.assignor_error == 3
+    assert list(g.members) == [a] and g.state is GroupState.PREPARING_REBALANCE
+
+
+def test_a_failed_assignor_fails_the_round_for_everyone_and_is_counted() -> None:
+    def broken(members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
+        raise RuntimeError("bug with a long message " + "x" * 10_000)
+
+    g = Group("app", broken, observer=Observer())
+    a = join(g, 0)
+    got = g.sync(member_id=a, instance_id=None, known_generation=-1, now_ms=1)
+    assert got is not None and got.assignor_error == 3 and "RuntimeError" in got.message and len(got.message) < 200
+    assert g._observer.failed == [1]  # type: ignore[union-attr]

@@ -99,7 +99,7 @@ def test_bad_user_data_gets_that_host_an_error_and_others_keep_working(
 
 def test_stale_generation_is_refused(coordinator: Coordinator, hosts: HostFactory) -> None:
     """A call carrying an old generation (a zombie's view, sent here by a raw client) is refused."""
-    client = GroupClient(coordinator.address)
+    client = GroupClient(coordinator.address, secret=coordinator.secret)
     try:
         user_data = StreamsMemberCodec(uuid.uuid4()).encode_subscription(11, frozenset(), frozenset())
         j = client.call(JoinRequest("app", "", "COOPERATIVE", user_data, 30_000, 30_000), JoinResponse)

@@ -10,7 +10,7 @@ from streams_rt.rpc.errors import GroupError
 from streams_rt.rpc.messages import SetProtocolRequest, SetProtocolResponse
 from streams_rt.coordinator.service import Coordinator
 from streams_rt.rpc.client import GroupClient
-from tests.coordinator.harness import Host, HostFactory, ownership_overlaps, settled_now, wait_until
+from tests.coordinator.harness import Host, HostFactory, authenticated, ownership_overlaps, settled_now, wait_until
 
 
 def settled_as(coordinator: Coordinator, hosts: list[Host], protocol: str) -> dict:
@@ -32,7 +32,7 @@ def revoked_since(h: Host, mark: int) -> set[str]:
 def test_operator_toggles_between_cooperative_and_eager(coordinator: Coordinator, hosts: HostFactory) -> None:
     live = [hosts.start(n) for n in ("a", "b", "c")]
     before = settled_as(coordinator, live, "COOPERATIVE")
-    client = GroupClient(coordinator.address)
+    client = GroupClient(coordinator.address, secret=coordinator.secret)
     try:
         assert client.call(SetProtocolRequest("app", "EAGER"), SetProtocolResponse).error == GroupError.NONE.value
         eager = settled_as(coordinator, live, "EAGER")
@@ -56,7 +56,7 @@ def test_operator_toggles_between_cooperative_and_eager(coordinator: Coordinator
 
         raw = flight.FlightClient(coordinator.address)
         body = b'{"group_id":"app","protocol":"SOMETIMES"}'
-        (result,) = raw.do_action(flight.Action("set_protocol", body))
+        (result,) = raw.do_action(flight.Action("set_protocol", body), authenticated(coordinator))
         assert SetProtocolResponse.from_bytes(result.body.to_pybytes()).error == GroupError.INVALID_REQUEST.value
         raw.close()
     finally:

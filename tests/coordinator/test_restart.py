@@ -11,7 +11,7 @@ import pytest
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.coordinator.state_store import FileStateStore
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
-from tests.coordinator.harness import TASKS, HostFactory, ownership_overlaps, restart, settled
+from tests.coordinator.harness import TASKS, TEST_SETTINGS, HostFactory, ownership_overlaps, restart, settled
 
 # The hosts' session must outlast the coordinator's downtime (closing, reading the store, binding).
 HOST_ARGS = ("--session-ms", "4000", "--max-poll-ms", "8000")
@@ -35,7 +35,7 @@ def test_coordinator_restart_keeps_members_and_their_tasks(tmp_path: Path, app_a
     `lost`), the generation goes on increasing, and a host killed while the driver was down is
     dropped after its session timeout, its tasks moving to the others. No task ever has two holders."""
     app, store = app_and_store
-    first = Coordinator(CoordinatorConfig(app), StreamsRoundPlanner(TASKS), store=store)
+    first = Coordinator(CoordinatorConfig(app), StreamsRoundPlanner(TASKS), store=store, settings=TEST_SETTINGS)
     hosts = HostFactory(first, tmp_path)
     second = None
     try:

@@ -27,6 +27,7 @@ from streams_rt.rpc.messages import (
 )
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
+from tests.coordinator.harness import TEST_SETTINGS, authenticated
 
 
 class EchoPlanner:
@@ -46,14 +47,14 @@ class EchoPlanner:
 
 @pytest.fixture
 def coordinator() -> Iterator[Coordinator]:
-    c = Coordinator(CoordinatorConfig("app"), EchoPlanner())
+    c = Coordinator(CoordinatorConfig("app"), EchoPlanner(), settings=TEST_SETTINGS)
     yield c
     c.close()
 
 
 @pytest.fixture
 def client(coordinator: Coordinator) -> Iterator[GroupClient]:
-    cl = GroupClient(coordinator.address, timeout_s=5)
+    cl = GroupClient(coordinator.address, timeout_s=5, secret=coordinator.secret)
     yield cl
     cl.close()
 
@@ -117,7 +118,7 @@ def test_malformed_user_data_gets_that_member_an_assignor_error(client: GroupCli
 def test_bad_requests_get_invalid_request(coordinator: Coordinator, body: bytes, why: str) -> None:
     raw = flight.FlightClient(coordinator.address)
     try:
-        (result,) = list(raw.do_action(flight.Action("join", body)))
+        (result,) = list(raw.do_action(flight.Action("join", body), authenticated(coordinator)))
     finally:
         raw.close()
     resp = JoinResponse.from_bytes(result.body.to_pybytes())
@@ -131,7 +132,7 @@ def test_other_group_is_refused(client: GroupClient) -> None:
 def test_unknown_action_is_a_flight_error(coordinator: Coordinator) -> None:
     raw = flight.FlightClient(coordinator.address)
     with pytest.raises(flight.FlightError, match="unknown action"):
-        list(raw.do_action(flight.Action("pickle.loads", b"")))
+        list(raw.do_action(flight.Action("pickle.loads", b""), authenticated(coordinator)))
     raw.close()
 
 
@@ -166,7 +167,7 @@ def test_heartbeat_long_poll_answers_when_a_rebalance_starts(client: GroupClient
     quiet = client.call(HeartbeatRequest("app", a.member_id, 1, wait_ms=50), HeartbeatResponse)
     assert quiet.error == GroupError.NONE.value
     held: list[HeartbeatResponse] = []
-    other = GroupClient(coordinator.address, timeout_s=5)
+    other = GroupClient(coordinator.address, timeout_s=5, secret=coordinator.secret)
     t = threading.Thread(target=lambda: held.append(
         other.call(HeartbeatRequest("app", a.member_id, 1, wait_ms=4000), HeartbeatResponse, extra_timeout_s=4)))
     t.start()
@@ -186,7 +187,7 @@ def test_request_shutdown_is_refused_over_rpc_when_upgrade_from_cannot_carry_it(
     from streams_rt.protocol import TaskId
 
     c = start_coordinator({"application.id": "old-app", "upgrade.from": "1.1"}, [TaskId(0, 0)])
-    client = GroupClient(c.address)
+    client = GroupClient(c.address, secret=c.secret)
     try:
         resp = client.call(RequestShutdownRequest("old-app", "test"), RequestShutdownResponse)
         assert resp.error == GroupError.INVALID_REQUEST.value and "SHUTDOWN_REQUESTED" in resp.message

@@ -17,7 +17,7 @@ from streams_rt.coordinator.server import monotonic_ms
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.coordinator.state_store import CoordinatorSnapshot, FileStateStore
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
-from tests.coordinator.harness import TASKS, HostFactory, assert_single_owners, settled, wait_until
+from tests.coordinator.harness import TASKS, TEST_SETTINGS, HostFactory, assert_single_owners, settled, wait_until
 
 HOST_ARGS = ("--session-ms", "1500", "--max-poll-ms", "8000")
 
@@ -59,7 +59,7 @@ def all_seen_after(coordinator: Coordinator, since_ms: int, members: int) -> boo
 
 def test_a_blocked_store_stalls_only_the_new_generations_delivery(tmp_path: Path) -> None:
     store = GatedStore(tmp_path / "coordinator.json")
-    coordinator = Coordinator(CoordinatorConfig("app"), StreamsRoundPlanner(TASKS), store=store)
+    coordinator = Coordinator(CoordinatorConfig("app"), StreamsRoundPlanner(TASKS), store=store, settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     try:
         live = [hosts.start("a", *HOST_ARGS), hosts.start("b", *HOST_ARGS),

@@ -17,6 +17,7 @@ from streams_rt.protocol import LATEST_SUPPORTED_VERSION
 from tests.coordinator.future_codec import FUTURE_VERSION, FutureCoordinatorCodec
 from tests.coordinator.harness import (
     TASKS,
+    TEST_SETTINGS,
     Host,
     HostFactory,
     assert_single_owners,
@@ -52,7 +53,7 @@ def test_version_probing_rolling_upgrade_then_future_coordinator(
     member supports 12, so all upgrade ("end of rolling upgrade"). No task has two holders."""
     caplog.set_level(logging.INFO, logger="streams_rt.coordinator.streams_round")
     store = FileStateStore(tmp_path / "coordinator.json")
-    coordinator = Coordinator(CoordinatorConfig("app"), StreamsRoundPlanner(TASKS), store=store)
+    coordinator = Coordinator(CoordinatorConfig("app"), StreamsRoundPlanner(TASKS), store=store, settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     try:
         live = [hosts.start(n, *HOST_ARGS) for n in ("a", "b", "c")]
@@ -119,7 +120,7 @@ def test_upgrade_from_two_bounces_from_eager_v2_to_cooperative_latest(tmp_path: 
     last old host is gone the group runs COOPERATIVE at the latest version."""
     store = FileStateStore(tmp_path / "coordinator.json")
     old_release = StreamsRoundPlanner(TASKS, codec=StreamsUserDataCodec(2))
-    coordinator = Coordinator(CoordinatorConfig("app"), old_release, store=store)
+    coordinator = Coordinator(CoordinatorConfig("app"), old_release, store=store, settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     old_args = ("--latest-version", "2", "--protocol", "EAGER", *HOST_ARGS)
     try:

@@ -15,6 +15,7 @@ from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.protocol import TaskId
 from tests.coordinator.harness import (
     TASKS,
+    TEST_SETTINGS,
     HostFactory,
     converged,
     ownership_overlaps,
@@ -47,7 +48,7 @@ class MovableClock:
 
 
 def test_departed_hosts_caught_up_tasks_move_at_once_and_the_rest_wait_for_it(tmp_path: Path) -> None:
-    coordinator = Coordinator(CoordinatorConfig("app"), planner(max_delay_ms=600_000))
+    coordinator = Coordinator(CoordinatorConfig("app"), planner(max_delay_ms=600_000), settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     only_a = frozenset(TaskId(1, p) for p in (3, 4, 5))  # nobody else has state for these
     pid_a = str(uuid.uuid4())
@@ -79,7 +80,7 @@ def test_departed_hosts_caught_up_tasks_move_at_once_and_the_rest_wait_for_it(tm
 
 def test_probing_rebalance_promotes_caught_up_warmups(tmp_path: Path) -> None:
     clock = MovableClock()
-    coordinator = Coordinator(CoordinatorConfig("app"), planner(), clock=clock)
+    coordinator = Coordinator(CoordinatorConfig("app"), planner(), clock=clock, settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     patient = ("--session-ms", "180000", "--max-poll-ms", "180000")  # the clock jumps a minute
     try:

@@ -241,7 +241,11 @@ def test_stale_and_foreign_batch_calls_are_refused(apps: Apps) -> None:
     other = next(h.endpoint for h in app.hosts.values() if h.endpoint != owner.endpoint)
     tp = TopicPartition(apps.topic("nb-in"), 0)
     start = owner.positions[tp]
-    with HostClient(str(other)) as foreign, HostClient(str(owner.endpoint)) as client:
+    with HostClient(str(owner.endpoint)) as stranger:  # without the application's secret
+        with pytest.raises(BatchError, match="UNAUTHENTICATED"):
+            stranger.run_batch(BatchRequest(task, generation, {TopicPartition(apps.topic("nb-in"), 0): (0, 1)}))
+    secret = app.coordinator.secret
+    with HostClient(str(other), secret=secret) as foreign, HostClient(str(owner.endpoint), secret=secret) as client:
         with pytest.raises(BatchError, match="NOT_OWNER") as refused:
             foreign.run_batch(BatchRequest(task, generation, {tp: (start, start + 1)}))
         assert refused.value.retriable

@@ -1,0 +1,103 @@
+"""The security every streams_rt Flight endpoint shares (the coordinator's, a task host's batch
+endpoint, the interactive-query endpoint): the secret check, TLS as a switch, loopback unless a
+secret guards the port, and clean refusals of the Flight methods an endpoint does not serve."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+import pyarrow.flight as flight
+
+from streams_rt.rpc.auth import SecretCheck, SharedSecret
+
+
+@dataclass(frozen=True)
+class TlsIdentity:
+    """A server's PEM certificate chain and private key."""
+
+    certificate_chain: bytes
+    private_key: bytes = field(repr=False)
+
+
+class InsecureBindError(ValueError):
+    """A server was asked to listen beyond loopback without the application's secret."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def flight_address(scheme: str, host: str, port: int) -> str:
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
+
+
+class SecureFlightServer(flight.FlightServerBase):
+    """Base of streams_rt's Flight servers. With `secret`, every call without it is refused before
+    its handler runs; with `tls`, the server speaks only TLS (`grpc+tls://`). Without a secret it
+    binds loopback only: anything else raises InsecureBindError. Flight methods the subclass does
+    not override are refused with a one-line error (pyarrow would send the client a traceback)."""
+
+    def __init__(
+        self, name: str, host: str = "127.0.0.1", port: int = 0, *,
+        secret: SharedSecret | None = None, tls: TlsIdentity | None = None,
+    ) -> None:
+        if secret is None and not is_loopback(host):
+            raise InsecureBindError(
+                f"{name}: refusing to listen on {host}: beyond loopback every call must carry the"
+                f" application's secret (rpc.authenticate=true)"
+            )
+        self.name = name
+        self.host = host
+        self.scheme = "grpc+tls" if tls is not None else "grpc"
+        self.secret_check = SecretCheck(secret, name) if secret is not None else None
+        super().__init__(
+            flight_address(self.scheme, host, port),
+            tls_certificates=[flight.CertKeyPair(tls.certificate_chain, tls.private_key)] if tls else None,
+            middleware={"secret": self.secret_check} if self.secret_check is not None else None,
+        )
+
+    @property
+    def address(self) -> str:
+        return flight_address(self.scheme, self.host, self.port)
+
+    def _not_served(self, method: str) -> NoReturn:
+        raise flight.FlightServerError(f"{self.name} does not serve {method}")
+
+    def list_flights(self, context: flight.ServerCallContext, criteria: bytes) -> Iterator[flight.FlightInfo]:
+        self._not_served("list_flights")
+
+    def get_flight_info(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor) -> flight.FlightInfo:
+        self._not_served("get_flight_info")
+
+    def get_schema(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor) -> flight.SchemaResult:
+        self._not_served("get_schema")
+
+    def do_get(self, context: flight.ServerCallContext, ticket: flight.Ticket) -> flight.FlightDataStream:
+        self._not_served("do_get")
+
+    def do_put(
+        self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor,
+        reader: flight.MetadataRecordBatchReader, writer: flight.FlightMetadataWriter,
+    ) -> None:
+        self._not_served("do_put")
+
+    def do_exchange(
+        self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor,
+        reader: flight.MetadataRecordBatchReader, writer: flight.MetadataRecordBatchWriter,
+    ) -> None:
+        self._not_served("do_exchange")
+
+    def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
+        return []
+
+    def do_action(self, context: flight.ServerCallContext, action: flight.Action) -> Iterator[bytes]:
+        self._not_served(f"action {action.type[:40]!r}")
+
