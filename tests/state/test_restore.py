@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 import rocksdict
 from confluent_kafka import KafkaError, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.state import ChangelogReader, StateConfig, StoreSpec, TaskState, WindowSpec
@@ -228,6 +229,10 @@ class _OneBatchConsumer:
 
     def __init__(self, batch: list[Message]) -> None:
         self.batches = [batch]
+        self.seeks: list[tuple[str, int, int]] = []
+
+    def seek(self, partition: KafkaTopicPartition) -> None:
+        self.seeks.append((partition.topic, partition.partition, partition.offset))
 
     def incremental_assign(self, partitions: object) -> None: ...
     def incremental_unassign(self, partitions: object) -> None: ...
@@ -281,11 +286,13 @@ def test_an_empty_tail_opens_no_store(tmp_path) -> None:  # noqa: ANN001
 
 def test_a_null_key_in_a_changelog_is_an_error_naming_its_offset(tmp_path) -> None:  # noqa: ANN001
     store = RocksDBKeyValueStore("kv", tmp_path)
-    reader = ChangelogReader(_OneBatchConsumer([_record(0, b"a"), _record(1, None)]))  # type: ignore[arg-type, list-item]
+    consumer = _OneBatchConsumer([_record(0, b"a"), _record(1, None)])  # type: ignore[list-item]
+    reader = ChangelogReader(consumer)  # type: ignore[arg-type]
     tp = TopicPartition("t", 0)
     reader.restore(_Task(), {tp: store}, {tp: 0}, {tp: 5})
     with pytest.raises(ChangelogError, match="offset 1 has a null key"):
         reader.poll()
+    assert consumer.seeks == [("t", 0, 0)]  # rewound: nothing of the failed batch is skipped
     store.close()
 
 

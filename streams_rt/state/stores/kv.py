@@ -76,16 +76,10 @@ class RocksDBKeyValueStore(KeyValueStore, RocksDBStore):
         RocksDBStore.__init__(self, name, task_dir, config_setter)
 
     def _committed_get(self, key: bytes) -> bytes | None:
-        value: bytes | None = self.db.get(key)
-        return value
+        return self._get(key)
 
     def _committed_range(self, start: bytes | None, end: bytes | None) -> Iterator[tuple[bytes, bytes]]:
-        read_opt = rocksdict.ReadOptions()
-        if end is not None:
-            read_opt.set_iterate_upper_bound(end)
-        if start is None:
-            return iter(self.db.items(read_opt=read_opt))
-        return iter(self.db.items(from_key=start, read_opt=read_opt))
+        return self._scan(self.db, start, end)
 
     def _committed_estimate(self) -> int:
         return self.db.property_int_value("rocksdb.estimate-num-keys") or 0
@@ -117,6 +111,9 @@ def merge_overlay(
     committed: Iterator[tuple[bytes, bytes]], overlay: list[tuple[bytes, bytes | None]]
 ) -> Iterator[tuple[bytes, bytes]]:
     """Merge two key-ordered streams; the overlay wins on equal keys and None hides the key."""
+    if not overlay:
+        yield from committed
+        return
     pending = iter(overlay)
     head = next(committed, None)
     over = next(pending, None)
