@@ -223,7 +223,7 @@ class TaskState:
             tp = self._tps[name]
             low, high = self._reader.changelog_range(tp)
             ends[tp] = high
-            applied, holds_data = self._look_into(name, store, tp)
+            applied, holds_data, wiped = self._look_into(name, store, tp)
             checkpointed = self._checkpointed.get(tp)
             if applied is not None and low - 1 <= applied < high:
                 if checkpointed is not None and applied < checkpointed:
@@ -239,23 +239,23 @@ class TaskState:
                 log.warning("task %s store %s: holds data but no applied changelog offset; "
                             "wiping it and restoring %s from the beginning", self.task, name, tp)
                 store.wipe()
-            elif checkpointed is not None and checkpointed >= 0 and isinstance(store, RocksDBStore):
+            elif not wiped and checkpointed is not None and checkpointed >= 0 and isinstance(store, RocksDBStore):
                 log.warning("task %s store %s: the checkpoint says it held %s up to offset %d, but it holds "
                             "nothing (its files are gone); restoring it from the beginning",
                             self.task, name, tp, checkpointed)
             starts[tp] = low
         return starts, ends
 
-    def _look_into(self, name: str, store: StateStore, tp: TopicPartition) -> tuple[int | None, bool]:
-        """(applied offset, holds data) of a store; a damaged one is wiped (logged): it holds
-        nothing now, and its changelog restores it."""
+    def _look_into(self, name: str, store: StateStore, tp: TopicPartition) -> tuple[int | None, bool, bool]:
+        """(applied offset, holds data, wiped) of a store; a damaged one is wiped (logged): it
+        holds nothing now, and its changelog restores it."""
         try:
-            return _look_into(store)
+            return (*_look_into(store), False)
         except StoreCorrupted as exc:
             log.warning("task %s store %s: %s: %s; wiping it and restoring %s from the beginning",
                         self.task, name, exc.path, exc.reason, tp)
             store.wipe()
-            return None, False
+            return None, False, True
 
     def _by_tp(self) -> dict[TopicPartition, StateStore]:
         return {self._tps[name]: store for name, store in self._stores.items()}

@@ -73,7 +73,11 @@ class RocksDBStore(StateStore):
         self.task = task_dir.name
         self._setter = config_setter
         self._db: rocksdict.Rdict | None = None
+        # The offsets family, as a handle for write batches and as a view for reads. The view is
+        # kept open: rocksdict flushes a column family whenever a view of it is dropped, which
+        # made every commit (its checkpoint reads the offset) write an SST file and a new WAL.
         self._offsets: rocksdict.ColumnFamily | None = None
+        self._offsets_view: rocksdict.Rdict | None = None
         self._unlogged = False  # restore/standby writes not yet flushed to SST files
         self._bulk = False  # opened with the restore options: `finish_restore` must follow
 
@@ -87,6 +91,7 @@ class RocksDBStore(StateStore):
         try:
             self._db = self._open_db(str(self.path), options)
             self._offsets = self._db.get_column_family_handle(OFFSETS_FAMILY)
+            self._offsets_view = self._db.get_column_family(OFFSETS_FAMILY)
         except StateError:
             self.close()
             raise
@@ -102,7 +107,9 @@ class RocksDBStore(StateStore):
 
     def _check_files(self) -> None:
         """Before RocksDB opens the directory: it must be a directory of regular files (RocksDB and
-        rocksdict would block on a FIFO; RocksDB makes no subdirectories), not marked damaged."""
+        rocksdict would block on a FIFO; RocksDB makes no subdirectories), not marked damaged, and
+        not without a CURRENT file while it has a MANIFEST (RocksDB would start a new database
+        among the old files)."""
         ensure_directory(self.path)
         try:
             entries = list(os.scandir(self.path))
@@ -116,6 +123,9 @@ class RocksDBStore(StateStore):
             if not stat.S_ISREG(mode):
                 raise StoreCorrupted(self.name, self.task, Path(entry.path),
                                      f"is a {file_kind(mode)}, not a regular file")
+        names = {entry.name for entry in entries}
+        if "CURRENT" not in names and any(name.startswith("MANIFEST-") for name in names):
+            raise StoreCorrupted(self.name, self.task, self.path / "CURRENT", "is missing, but a MANIFEST is there")
         marker = self.path / DAMAGE_MARKER
         if marker.exists():
             damaged, _, reason = read_regular_file(marker).decode("utf-8", "replace").partition("\n")
@@ -126,7 +136,7 @@ class RocksDBStore(StateStore):
         store reported durable is in the WAL or in SST files already, so a failure here is logged
         (and damage marked) rather than raised."""
         self._pending = {}
-        self._offsets = None
+        self._offsets = self._offsets_view = None
         db, self._db = self._db, None
         if db is None:
             return
@@ -177,7 +187,7 @@ class RocksDBStore(StateStore):
 
     def applied_offset(self) -> int | None:
         try:
-            raw: bytes | None = self.db.get_column_family(OFFSETS_FAMILY).get(_OFFSET_KEY)
+            raw: bytes | None = self._family(OFFSETS_FAMILY).get(_OFFSET_KEY)
         except Exception as exc:  # noqa: BLE001 - rocksdict raises plain Exceptions
             self._fail(exc)
         return None if raw is None else int.from_bytes(raw, "big", signed=True)
@@ -187,7 +197,13 @@ class RocksDBStore(StateStore):
         return ["default"]
 
     def _family(self, name: str) -> rocksdict.Rdict:
-        return self.db if name == "default" else self.db.get_column_family(name)
+        """An open column family by name (views are kept, never made per call: see _offsets)."""
+        db = self.db  # StoreClosedError when closed
+        if name == "default":
+            return db
+        if name == OFFSETS_FAMILY and self._offsets_view is not None:
+            return self._offsets_view
+        raise KeyError(f"store {self.name} has no column family {name!r}")
 
     def _record_offset(self, batch: rocksdict.WriteBatch, offset: int | None) -> None:
         if offset is not None:

@@ -195,6 +195,11 @@ class RocksDBWindowStore(WindowStore, RocksDBStore):
     def _data_families(self) -> list[str]:
         return ["default", *(f"{_SEGMENT_PREFIX}{segment_id}" for segment_id in self._segments)]
 
+    def _family(self, name: str) -> rocksdict.Rdict:
+        if name.startswith(_SEGMENT_PREFIX):
+            return self._segments[int(name[len(_SEGMENT_PREFIX):])][0]
+        return super()._family(name)
+
     @property
     def segment_ids(self) -> list[int]:
         return sorted(self._segments)

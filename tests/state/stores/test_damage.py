@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -252,3 +253,69 @@ def test_scans_stay_exact_when_their_bounds_are_freed_before_they_are_read(tmp_p
         assert list(scan) == [(k, v) for k, v in expected.items() if k.startswith(prefix)]
     assert garbage
     store.close()
+
+
+_COMMIT_THEN_DIE = """
+import os, signal, sys
+from pathlib import Path
+from streams_rt.state.stores import RocksDBKeyValueStore
+store = RocksDBKeyValueStore("kv", Path(sys.argv[1]))
+store.begin_restore()
+store.apply_changelog([b"key-%05d" % i for i in range(1500)], [b"v0"] * 1500, 1499)
+store.finish_restore()
+store.attach_changelog(lambda key, value: None)
+for commit in range(30):
+    for i in range(commit * 50, commit * 50 + 100):
+        store.put(b"key-%05d" % (1500 + i), b"c%d" % commit)
+    store.delete(b"key-%05d" % commit)
+    store.commit(1499 + 101 * (commit + 1))
+    store.sync()
+    if commit == 15:
+        store.db.flush()  # half the commits in an SST file, the rest only in the WAL
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _committed_states() -> dict[int, dict[bytes, bytes]]:
+    """What _COMMIT_THEN_DIE's store holds after each changelog offset it commits."""
+    state = {b"key-%05d" % i: b"v0" for i in range(1500)}
+    states = {1499: dict(state)}
+    for commit in range(30):
+        for i in range(commit * 50, commit * 50 + 100):
+            state[b"key-%05d" % (1500 + i)] = b"c%d" % commit
+        state.pop(b"key-%05d" % commit, None)
+        states[1499 + 101 * (commit + 1)] = dict(state)
+    return states
+
+
+@pytest.mark.parametrize("kind", ["MANIFEST", "WAL"])
+def test_every_cut_of_the_manifest_or_the_wal_refuses_or_opens_consistent(tmp_path: Path, kind: str) -> None:
+    """A store left by kill -9, its MANIFEST or WAL cut at many lengths: each open either refuses
+    (StoreCorrupted) or opens a state that is exactly what was committed up to some offset at or
+    after the store's own offset, so a restore from that offset + 1 loses nothing."""
+    built = tmp_path / "0_7"
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    child = subprocess.run([sys.executable, "-c", _COMMIT_THEN_DIE, str(built)], cwd=REPO_ROOT, env=env,
+                           capture_output=True, timeout=60)
+    assert child.returncode == -9, child.stderr
+    states = _committed_states()
+    source = rocksdb_file(built / "rocksdb" / "kv", kind)
+    size = source.stat().st_size
+    outcomes = {"refused": 0, "consistent": 0}
+    for cut in sorted({*range(0, size, max(1, size // 60)), size - 1}):
+        work = tmp_path / f"cut-{cut}" / "0_7"
+        shutil.copytree(built, work)
+        truncate(work / "rocksdb" / "kv" / source.name, cut / size)
+        store = RocksDBKeyValueStore("kv", work)
+        try:
+            store.open()
+        except StoreCorrupted:
+            outcomes["refused"] += 1
+            continue
+        applied, data = store.applied_offset(), dict(store.all())
+        store.close()
+        assert applied is not None, f"cut at {cut}: no offset"
+        assert any(offset >= applied and held == data for offset, held in states.items()), f"cut at {cut}"
+        outcomes["consistent"] += 1
+        shutil.rmtree(work.parent)
+    assert outcomes["refused"] > 0, outcomes
