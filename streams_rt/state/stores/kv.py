@@ -49,7 +49,8 @@ class KeyValueStore(StateStore):
             for k, v in self._pending.items()
             if (start is None or k >= start) and (end is None or k < end)
         )
-        return merge_overlay(self._committed_range(start, end), overlay)
+        committed = self._committed_range(start, end)
+        return merge_overlay(committed, overlay) if overlay else committed
 
     def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         return self.range(prefix, prefix_upper_bound(prefix))
@@ -111,9 +112,6 @@ def merge_overlay(
     committed: Iterator[tuple[bytes, bytes]], overlay: list[tuple[bytes, bytes | None]]
 ) -> Iterator[tuple[bytes, bytes]]:
     """Merge two key-ordered streams; the overlay wins on equal keys and None hides the key."""
-    if not overlay:
-        yield from committed
-        return
     pending = iter(overlay)
     head = next(committed, None)
     over = next(pending, None)

@@ -20,9 +20,9 @@ import re
 import shutil
 import stat
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, cast
 
 import rocksdict
 
@@ -214,7 +214,7 @@ class RocksDBStore(StateStore):
     # as the caller holds the error, and a live iterator, snapshot or column family view keeps
     # RocksDB open (and its LOCK held) after close(): a host that reopens the store while handling
     # the error would fail. So frames that can raise here hold RocksDB objects only as
-    # temporaries, and a scan returns its error from the frame that holds them before raising it.
+    # temporaries, or delete them before raising.
     def _get(self, key: bytes) -> bytes | None:
         """A point read of the default family; damage raises StoreCorrupted."""
         try:
@@ -226,40 +226,40 @@ class RocksDBStore(StateStore):
     def _scan(self, family: rocksdict.Rdict, start: bytes | None, end: bytes | None) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) of `family` with start <= key < end (None: unbounded) in key order, all
         read from one snapshot. A scan that an error stops raises StoreCorrupted: it never ends
-        early."""
-        scan = self._scan_to_error(family, start, end)
-        del family
-        error = yield from scan
-        if error is not None:
-            raise error
-
-    def _scan_to_error(self, family: rocksdict.Rdict, start: bytes | None,
-                       end: bytes | None) -> Generator[tuple[bytes, bytes], None, StoreCorrupted | None]:
-        """The entries of `_scan`, then the damage that stopped them (None: none). rocksdict's
-        items() ends silently on an error (it never asks the iterator's status), so the first
-        RAW_SCAN_ENTRIES entries come from a raw iterator whose status is checked, and once
-        items() ran out, a probe on the same snapshot, placed past the last key it gave, must find
-        the end with an OK status."""
+        early. rocksdict's items() ends silently on an error (it never asks the iterator's status),
+        so the first RAW_SCAN_ENTRIES entries come from a raw iterator whose status is checked, and
+        once items() ran out, a probe on the same snapshot, placed past the last key it gave, must
+        find the end with an OK status. Every name holding a RocksDB object is deleted before an
+        error is raised (see above)."""
         read_opt = rocksdict.ReadOptions()  # rocksdict's iterators point at the bound: it lives as long as they do
         if end is not None:
             read_opt.set_iterate_upper_bound(end)
         snapshot = family.snapshot()
+        del family
         raw = snapshot.iter(read_opt)
         if start is None:
             raw.seek_to_first()
         else:
             raw.seek(start)
+        valid, key, value, step = raw.valid, raw.key, raw.value, raw.next
         for _ in range(RAW_SCAN_ENTRIES):
-            if not raw.valid():
-                return self._status_error(raw)
-            yield raw.key(), raw.value()
-            raw.next()
-        if not raw.valid():
-            return self._status_error(raw)
-        resume: bytes = raw.key()
+            if not valid():
+                break
+            yield key(), value()
+            step()
+        if not valid():
+            error = self._status_error(raw)
+            del snapshot, raw, valid, key, value, step
+            if error is not None:
+                raise error
+            return
+        resume: bytes = key()
+        del raw, valid, key, value, step
+        rest = cast(Iterator[tuple[bytes, bytes]], snapshot.items(from_key=resume, read_opt=read_opt))  # raw mode
         item: tuple[bytes, bytes] | None = None
-        for item in snapshot.items(from_key=resume, read_opt=read_opt):
+        for item in rest:
             yield item
+        del rest
         probe = snapshot.iter(read_opt)
         if item is None:
             probe.seek(resume)
@@ -269,17 +269,21 @@ class RocksDBStore(StateStore):
         error = self._status_error(probe)
         if error is None and probe.valid():
             error = self._damage(self.path, f"a scan stopped before key {probe.key()!r} without an error status")
-        return error
+        del snapshot, probe
+        if error is not None:
+            raise error
 
-    def _status_error(self, iterator: rocksdict.RdictIter) -> StoreCorrupted | None:
-        """The damage an invalid iterator stopped at (None: it reached the end), marked on disk."""
+    def _status_error(self, iterator: rocksdict.RdictIter) -> StateError | None:
+        """The typed error an invalid iterator stopped at (None: it reached the end); damage is
+        marked on disk."""
         try:
             iterator.status()
         except Exception as exc:  # noqa: BLE001 - rocksdict raises plain Exceptions
             typed = self._typed(exc)
-            if not isinstance(typed, StoreCorrupted):
+            if typed is None:
                 raise
-            self._mark_damaged(typed)
+            if isinstance(typed, StoreCorrupted):
+                self._mark_damaged(typed)
             typed.__cause__ = exc.with_traceback(None)
             return typed
         return None
