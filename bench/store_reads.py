@@ -11,7 +11,7 @@ The store holds --records keys (16-byte keys, 100-byte values, as bench/restore.
 through apply_changelog and reopened with the processing options. It ends with
 `ratio <all() store/rocksdict> target <goal>`.
 
-    python bench/store_reads.py [--records 1000000] [--repeat 5]
+    python bench/store_reads.py [--records 1000000] [--repeat 7]
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--scans", type=int, default=50_000)
     parser.add_argument("--gets", type=int, default=200_000)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="store-reads-") as tmp:

@@ -250,7 +250,7 @@ class TaskState:
         """(applied offset, holds data, wiped) of a store; a damaged one is wiped (logged): it
         holds nothing now, and its changelog restores it."""
         try:
-            return (*_look_into(store), False)
+            return (*_offset_and_data(store), False)
         except StoreCorrupted as exc:
             log.warning("task %s store %s: %s: %s; wiping it and restoring %s from the beginning",
                         self.task, name, exc.path, exc.reason, tp)
@@ -335,7 +335,7 @@ class TaskState:
                 self._lock = None
 
 
-def _look_into(store: StateStore) -> tuple[int | None, bool]:
+def _offset_and_data(store: StateStore) -> tuple[int | None, bool]:
     """(applied offset, holds data) of a store that may be closed; a closed RocksDB store is opened
     only if its files exist, and closed again (so a restore can open it with bulk options)."""
     if store.is_open:

@@ -77,7 +77,11 @@ class RocksDBKeyValueStore(KeyValueStore, RocksDBStore):
         RocksDBStore.__init__(self, name, task_dir, config_setter)
 
     def _committed_get(self, key: bytes) -> bytes | None:
-        return self._get(key)
+        try:
+            value: bytes | None = self.db.get(key)
+        except Exception as exc:  # noqa: BLE001 - rocksdict raises plain Exceptions
+            self._fail(exc)  # damage: StoreCorrupted
+        return value
 
     def _committed_range(self, start: bytes | None, end: bytes | None) -> Iterator[tuple[bytes, bytes]]:
         return self._scan(self.db, start, end)

@@ -92,9 +92,6 @@ class RocksDBStore(StateStore):
             self._db = self._open_db(str(self.path), options)
             self._offsets = self._db.get_column_family_handle(OFFSETS_FAMILY)
             self._offsets_view = self._db.get_column_family(OFFSETS_FAMILY)
-        except StateError:
-            self.close()
-            raise
         except Exception as exc:  # noqa: BLE001 - rocksdict raises plain Exceptions: typed below
             self.close()
             self._fail(exc, mark=False)  # an open finds the same damage again: no marker needed
@@ -149,11 +146,11 @@ class RocksDBStore(StateStore):
             log.warning("store %s of task %s: closing RocksDB failed: %s", self.name, self.task, typed or exc)
 
     def wipe(self) -> None:
-        """Delete the store's directory (StatePathError if it is not a directory or cannot be
-        deleted: the path is named, nothing else is touched)."""
+        """Delete the store's directory (StatePathError if it is not a directory, is a symbolic link
+        or cannot be deleted: the path is named, nothing else is touched)."""
         reopen = self._db is not None
         self.close()
-        if self.path.is_symlink() or (self.path.exists() and not self.path.is_dir()):
+        if self.path.exists() and not self.path.is_dir():
             raise StatePathError(self.path, "is not a directory, and a store's directory must be there")
         try:
             shutil.rmtree(self.path)
@@ -215,14 +212,6 @@ class RocksDBStore(StateStore):
     # RocksDB open (and its LOCK held) after close(): a host that reopens the store while handling
     # the error would fail. So frames that can raise here hold RocksDB objects only as
     # temporaries, or delete them before raising.
-    def _get(self, key: bytes) -> bytes | None:
-        """A point read of the default family; damage raises StoreCorrupted."""
-        try:
-            value: bytes | None = self.db.get(key)
-        except Exception as exc:  # noqa: BLE001 - rocksdict raises plain Exceptions
-            self._fail(exc)
-        return value
-
     def _scan(self, family: rocksdict.Rdict, start: bytes | None, end: bytes | None) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) of `family` with start <= key < end (None: unbounded) in key order, all
         read from one snapshot. A scan that an error stops raises StoreCorrupted: it never ends
