@@ -9,7 +9,9 @@ from streams_rt.state.errors import (
     CorruptCheckpoint,
     StateDirectoryLockedError,
     StateError,
+    StatePathError,
     StoreClosedError,
+    StoreCorrupted,
     TaskLockedError,
 )
 from streams_rt.state.changelog_reader import ChangelogReader
@@ -47,10 +49,12 @@ __all__ = [
     "StateDirectory",
     "StateDirectoryLockedError",
     "StateError",
+    "StatePathError",
     "StateRestoreListener",
     "StateStore",
     "StateUpdater",
     "StoreClosedError",
+    "StoreCorrupted",
     "StoreSpec",
     "TaskLockedError",
     "TaskState",

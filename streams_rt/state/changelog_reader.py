@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from confluent_kafka import Consumer, Message
+from confluent_kafka import Consumer, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from streams_rt.protocol import TaskId, TopicPartition
@@ -150,17 +150,27 @@ class ChangelogReader:
     # -- reading -----------------------------------------------------------------------------
     def poll(self, timeout_s: float = 0.1, max_records: int = CONSUME_BATCH) -> dict[TaskId, int]:
         """Read and apply what arrived; tasks whose restore completes are told. Returns the number
-        of records applied per task."""
+        of records applied per task.
+
+        If applying fails (a damaged store raises StoreCorrupted, a changelog a ChangelogError),
+        every partition is rewound to its read position before the error propagates: the records
+        of the batch not yet applied are read again, so the host can close the failed task and go
+        on polling for the others without losing theirs."""
         if not self._partitions:
             time.sleep(timeout_s)  # nothing assigned: consume() would return at once
             return {}
-        records, eofs = split_events(self._consumer.consume(max_records, timeout_s))
+        batch = self._consumer.consume(max_records, timeout_s)
         applied: dict[TaskId, int] = {}
-        for tp, run in self._runs(records):
-            part = self._partitions.get(tp)
-            if part is None:
-                continue  # fetched before its task was removed
-            applied[part.owner] = applied.get(part.owner, 0) + self._apply(part, run)
+        try:
+            records, eofs = split_events(batch)
+            for tp, run in self._runs(records):
+                part = self._partitions.get(tp)
+                if part is None:
+                    continue  # fetched before its task was removed
+                applied[part.owner] = applied.get(part.owner, 0) + self._apply(part, run)
+        except BaseException:
+            self._rewind()
+            raise
         for eof in eofs:
             part = self._partitions.get(TopicPartition(eof.topic(), eof.partition()))
             if part is not None:
@@ -169,6 +179,14 @@ class ChangelogReader:
                     part.end = min(part.end, part.position)  # the end hid behind commit markers
         self._complete_restores()
         return applied
+
+    def _rewind(self) -> None:
+        """Seek every partition back to its read position (after a failed poll)."""
+        for part in self._partitions.values():
+            try:
+                self._consumer.seek(part.kafka())
+            except KafkaException as exc:  # a partition with nothing fetched yet has nothing to lose
+                log.warning("changelog %s: cannot seek back to offset %d: %s", part.tp, part.position, exc)
 
     def _runs(self, records: list[Message]) -> Iterable[tuple[TopicPartition, list[Message]]]:
         """The batch cut into runs of one partition (librdkafka hands them out fetch by fetch);

@@ -9,14 +9,17 @@ atomic write (temp file, fsync, rename, fsync of the directory).
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
 from streams_rt.atomic_file import atomic_write_bytes
 from streams_rt.protocol import OFFSET_SUM_OFFSET_UNKNOWN, TopicPartition
 from streams_rt.protocol.wire import INT32_MAX, INT64_MAX
-from streams_rt.state.errors import CorruptCheckpoint
+from streams_rt.state.errors import CorruptCheckpoint, StatePathError
+from streams_rt.state.paths import read_regular_file
 
 CHECKPOINT_FILE = ".checkpoint"
 VERSION = 0
@@ -100,11 +103,14 @@ class OffsetCheckpoint:
         return self.path.exists()
 
     def read(self) -> dict[TopicPartition, int]:
-        """The offsets, `{}` if there is no file; CorruptCheckpoint if it cannot be parsed."""
+        """The offsets, `{}` if there is no file; CorruptCheckpoint if it cannot be parsed or is no
+        regular file (a FIFO is never waited on)."""
         try:
-            raw = self.path.read_bytes()
+            raw = read_regular_file(self.path)
         except FileNotFoundError:
             return {}
+        except StatePathError as exc:
+            raise CorruptCheckpoint(self.path, 0, exc.reason) from None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -114,11 +120,31 @@ class OffsetCheckpoint:
     def write(self, offsets: Mapping[TopicPartition, int]) -> None:
         """Write to `<file>.tmp`, fsync, rename over the file, fsync the directory.
 
-        Unlike Kafka an empty map is written too, so the file always says what the store holds."""
-        atomic_write_bytes(self.path, format_checkpoint(offsets).encode("utf-8"))
+        Unlike Kafka an empty map is written too, so the file always says what the store holds. A
+        special file left at `<file>.tmp` (opening a FIFO to write would wait for a reader) is
+        removed first; a directory at either name is a StatePathError."""
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        for path in (tmp, self.path):
+            try:
+                mode = os.lstat(path).st_mode
+            except FileNotFoundError:
+                continue
+            if stat.S_ISDIR(mode):
+                raise StatePathError(path, "is a directory where the checkpoint file must be")
+            if path == tmp and not stat.S_ISREG(mode):
+                tmp.unlink()
+        try:
+            atomic_write_bytes(self.path, format_checkpoint(offsets).encode("utf-8"))
+        except OSError as exc:
+            raise StatePathError(self.path, exc.strerror or str(exc)) from exc
 
     def delete(self) -> None:
-        self.path.unlink(missing_ok=True)
+        """Remove the file (whatever kind of file it is); a directory in its place is a
+        StatePathError: it is not ours to delete."""
+        try:
+            self.path.unlink(missing_ok=True)
+        except IsADirectoryError:
+            raise StatePathError(self.path, "is a directory where the checkpoint file must be") from None
 
     def __str__(self) -> str:
         return str(self.path)

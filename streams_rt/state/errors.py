@@ -47,3 +47,25 @@ class ChangelogError(StateError):
 
 class StoreClosedError(StateError):
     """A store was used after close (or after its task was handed over)."""
+
+
+class StoreCorrupted(StateError):
+    """A store's files are damaged or missing: a checksum mismatch, an iterator stopped by an error,
+    a file RocksDB needs that is gone or is not a regular file. No answer is given from such a store
+    (a short one would look like a true one). The store is marked damaged on disk, so the task's next
+    open wipes it and restores it from its changelog (Kafka's TaskCorruptedException): a host closes
+    the task dirty and opens it again. `task` is the task directory's name (`str(TaskId)`)."""
+
+    def __init__(self, store: str, task: str, path: Path, reason: str) -> None:
+        self.store, self.task, self.path, self.reason = store, task, path, reason
+        super().__init__(f"store {store} of task {task} is damaged: {path}: {reason}")
+
+
+class StatePathError(StateError):
+    """A path of the state directory cannot be used, and wiping a store would not fix it: a file
+    where a directory must be (or the reverse), no permission, a read-only or full file system. An
+    operator has to fix the path named."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path, self.reason = path, reason
+        super().__init__(f"state path {path}: {reason}")

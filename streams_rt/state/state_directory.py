@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import time
 import uuid
 from collections.abc import Iterable
@@ -23,7 +24,8 @@ from typing import IO
 from streams_rt.atomic_file import atomic_write_bytes
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
 from streams_rt.state.checkpoint import CHECKPOINT_FILE, OffsetCheckpoint, offset_sum
-from streams_rt.state.errors import CorruptCheckpoint, StateDirectoryLockedError, TaskLockedError
+from streams_rt.state.errors import CorruptCheckpoint, StateDirectoryLockedError, StatePathError, TaskLockedError
+from streams_rt.state.paths import ensure_directory, file_kind, read_regular_file
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +34,18 @@ PROCESS_FILE = "kafka-streams-process-metadata"
 
 
 def _try_flock(path: Path) -> IO[str] | None:
-    """An open, exclusively locked file with our pid in it, or None when someone else holds it."""
-    handle = open(path, "a+")
+    """An open, exclusively locked file with our pid in it, or None when someone else holds it.
+    StatePathError if the path is no regular file (checked on the open descriptor; the open does not
+    block on a FIFO) or cannot be opened."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise StatePathError(path, exc.strerror or str(exc)) from exc
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise StatePathError(path, f"is a {file_kind(mode)}, where a lock file must be")
+    handle = open(fd, "a+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -48,8 +60,8 @@ def _try_flock(path: Path) -> IO[str] | None:
 
 def _holder_pid(path: Path) -> int | None:
     try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
+        return int(read_regular_file(path).decode().strip())
+    except (OSError, StatePathError, ValueError):
         return None
 
 
@@ -88,9 +100,8 @@ class StateDirectory:
     ) -> None:
         """`lock_application=False` is for processes that share the directory with a host (a
         successor starting while an orphan exits, operator tools): task locks still apply."""
-        self.root = Path(state_dir) / application_id
+        self.root = ensure_directory(Path(state_dir) / application_id, mode=0o700)
         self.cleanup_delay_ms = cleanup_delay_ms
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._app_lock: IO[str] | None = None
         if lock_application:
             lock_path = self.root / LOCK_FILE
@@ -102,19 +113,21 @@ class StateDirectory:
     def _load_process_id(self) -> uuid.UUID:
         path = self.root / PROCESS_FILE
         try:
-            return uuid.UUID(json.loads(path.read_text())["processId"])
+            return uuid.UUID(json.loads(read_regular_file(path))["processId"])
         except FileNotFoundError:
             pass
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, StatePathError) as exc:
             log.warning("process metadata %s is unreadable (%s); a new process id is generated", path, exc)
         process_id = uuid.uuid4()
-        atomic_write_bytes(path, json.dumps({"processId": str(process_id), "version": 1}).encode())
+        try:
+            atomic_write_bytes(path, json.dumps({"processId": str(process_id), "version": 1}).encode())
+        except OSError as exc:
+            raise StatePathError(path, exc.strerror or str(exc)) from exc
         return process_id
 
     def task_dir(self, task: TaskId) -> Path:
-        path = self.root / str(task)
-        path.mkdir(exist_ok=True)
-        return path
+        """The task's directory, created if missing (StatePathError if something else is there)."""
+        return ensure_directory(self.root / str(task))
 
     def checkpoint_for(self, task: TaskId) -> OffsetCheckpoint:
         return OffsetCheckpoint(self.root / str(task) / CHECKPOINT_FILE)

@@ -24,7 +24,7 @@ from streams_rt.state.changelog import ChangelogSpec, ChangelogWriter, changelog
 from streams_rt.state.changelog_reader import ChangelogReader
 from streams_rt.state.checkpoint import offset_sum
 from streams_rt.state.config import StateConfig
-from streams_rt.state.errors import CorruptCheckpoint, StateError
+from streams_rt.state.errors import CorruptCheckpoint, StateError, StoreCorrupted
 from streams_rt.state.state_directory import StateDirectory, TaskLock
 from streams_rt.state.stores.base import StateStore
 from streams_rt.state.stores.kv import RocksDBKeyValueStore
@@ -110,6 +110,7 @@ class TaskState:
         }
         self._lock: TaskLock | None = None
         self._stores: dict[str, StateStore] = {}
+        self._checkpointed: dict[TopicPartition, int] = {}  # the checkpoint file as found at open
         self._writer: ChangelogWriter | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -187,8 +188,9 @@ class TaskState:
         return f"{self.config.application_id}-{self.task}" if self.config.exactly_once else None
 
     def _open_stores(self) -> None:
-        """Lock the task directory and create its stores (closed); a corrupt checkpoint file is
-        logged and removed: the stores' own offsets say what they hold."""
+        """Lock the task directory and create its stores (closed); a corrupt checkpoint file (or a
+        FIFO or other special file in its place) is logged and removed: the stores' own offsets say
+        what they hold. A directory in its place is a StatePathError."""
         self._lock = self.directory.lock_task(self.task)
         task_dir = self._lock.directory
         setter = self.config.rocksdb_config_setter
@@ -205,24 +207,28 @@ class TaskState:
                                                         window.segment_interval_ms, setter)
         checkpoint = self.directory.checkpoint_for(self.task)
         try:
-            checkpoint.read()
+            self._checkpointed = checkpoint.read()
         except CorruptCheckpoint as exc:
             log.warning("task %s: %s; removing it (the stores' own offsets say what they hold)", self.task, exc)
             checkpoint.delete()
 
     def _resume_points(self) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
         """Per changelog: where reading resumes (past the store's own applied offset, else the
-        changelog's beginning) and the changelog's end. A store whose offset lies outside the
-        changelog's range, or that holds data but no offset, is wiped first (logged). Each range is
-        looked up once per open."""
+        changelog's beginning) and the changelog's end. A store that is damaged, whose offset lies
+        outside the changelog's range, or that holds data but no offset, is wiped first (one log
+        line each). Each range is looked up once per open."""
         starts: dict[TopicPartition, int] = {}
         ends: dict[TopicPartition, int] = {}
         for name, store in self._stores.items():
             tp = self._tps[name]
             low, high = self._reader.changelog_range(tp)
             ends[tp] = high
-            applied, holds_data = _look_into(store)
+            applied, holds_data, wiped = self._look_into(name, store, tp)
+            checkpointed = self._checkpointed.get(tp)
             if applied is not None and low - 1 <= applied < high:
+                if checkpointed is not None and applied < checkpointed:
+                    log.info("task %s store %s: its own offset %d is behind the checkpoint's %d; restoring %s from %d",
+                             self.task, name, applied, checkpointed, tp, applied + 1)
                 starts[tp] = applied + 1
                 continue
             if applied is not None:
@@ -233,8 +239,23 @@ class TaskState:
                 log.warning("task %s store %s: holds data but no applied changelog offset; "
                             "wiping it and restoring %s from the beginning", self.task, name, tp)
                 store.wipe()
+            elif not wiped and checkpointed is not None and checkpointed >= 0 and isinstance(store, RocksDBStore):
+                log.warning("task %s store %s: the checkpoint says it held %s up to offset %d, but it holds "
+                            "nothing (its files are gone); restoring it from the beginning",
+                            self.task, name, tp, checkpointed)
             starts[tp] = low
         return starts, ends
+
+    def _look_into(self, name: str, store: StateStore, tp: TopicPartition) -> tuple[int | None, bool, bool]:
+        """(applied offset, holds data, wiped) of a store; a damaged one is wiped (logged): it
+        holds nothing now, and its changelog restores it."""
+        try:
+            return (*_offset_and_data(store), False)
+        except StoreCorrupted as exc:
+            log.warning("task %s store %s: %s: %s; wiping it and restoring %s from the beginning",
+                        self.task, name, exc.path, exc.reason, tp)
+            store.wipe()
+            return None, False, True
 
     def _by_tp(self) -> dict[TopicPartition, StateStore]:
         return {self._tps[name]: store for name, store in self._stores.items()}
@@ -329,7 +350,7 @@ class TaskState:
                 self._lock = None
 
 
-def _look_into(store: StateStore) -> tuple[int | None, bool]:
+def _offset_and_data(store: StateStore) -> tuple[int | None, bool]:
     """(applied offset, holds data) of a store that may be closed; a closed RocksDB store is opened
     only if its files exist, and closed again (so a restore can open it with bulk options)."""
     if store.is_open:

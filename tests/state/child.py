@@ -4,17 +4,28 @@ production). Run as `python -m tests.state.child <command> <json args>`; progres
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sys
 import time
 from pathlib import Path
 
 from streams_rt.protocol import TaskId
-from streams_rt.state import ChangelogWriter, StateConfig, StateDirectory, StoreSpec, WindowSpec
+from streams_rt.state import (
+    ChangelogWriter,
+    StateConfig,
+    StateDirectory,
+    StateError,
+    StoreCorrupted,
+    StoreSpec,
+    WindowSpec,
+)
 from tests.state.conftest import StateHost
 
 KV = StoreSpec("kv")
 WINDOWS = StoreSpec("win", WindowSpec(retention_ms=3_600_000, window_size_ms=60_000))
 SPECS = [KV, WINDOWS]
+NOBODY = 65534  # the uid and gid a root child drops to, so permissions apply to it
 
 
 def say(line: str) -> None:
@@ -134,7 +145,51 @@ def standby_until_killed(args: dict) -> None:
         time.sleep(600)
 
 
-COMMANDS = {"hold-task": hold_task, "writer": writer, "active": active_until_stopped, "standby": standby_until_killed}
+def reopen(args: dict) -> None:
+    """Open the task as active after damage to its files, as a host does: a StoreCorrupted (from
+    the open, the restore or a read) closes the task dirty and opens it again, at most twice. Prints
+    one line, `RESULT <json>`: what the stores hold against what was committed, or the typed error
+    that stopped it, and the state layer's warnings."""
+    if args.get("as_nobody") and os.getuid() == 0:
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+    warnings: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: warnings.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("streams_rt.state").addHandler(handler)
+    config = _config(args)
+    task = TaskId.parse(args["task"])
+    corrupted: list[str] = []
+    try:
+        with StateHost(config) as host:
+            for _ in range(3):
+                state = host.task(task, SPECS)
+                try:
+                    state.open_active()
+                    host.reader.finish_restores()
+                    kv = dict(state.store("kv").all())
+                    windows = dict(state.store("win").fetch(b"w", 0, 2**63 - 1))
+                    restored = {name: host.listener.restored(name) for name in ("kv", "win")}
+                    state.close()
+                    break
+                except StoreCorrupted as exc:
+                    corrupted.append(str(exc.path))
+                    state.close(clean=False)
+            else:
+                raise AssertionError(f"still damaged after three opens: {corrupted}")
+    except StateError as exc:
+        say("RESULT " + json.dumps({"error": type(exc).__name__, "path": str(getattr(exc, "path", "")),
+                                    "message": str(exc), "warnings": warnings}))
+        return
+    expected = expected_kv(args["commits"], args["per_commit"])
+    say("RESULT " + json.dumps({
+        "kv_keys": len(kv), "kv_equal": kv == expected, "windows_equal": windows == expected_windows(args["commits"]),
+        "restored": restored, "corrupted": corrupted, "warnings": warnings,
+    }))
+
+
+COMMANDS = {"hold-task": hold_task, "writer": writer, "active": active_until_stopped, "standby": standby_until_killed,
+            "reopen": reopen}
 
 if __name__ == "__main__":
     COMMANDS[sys.argv[1]](json.loads(sys.argv[2]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from streams_rt.protocol import OFFSET_SUM_OFFSET_UNKNOWN, TopicPartition
 from streams_rt.state.checkpoint import OffsetCheckpoint, format_checkpoint, offset_sum, parse_checkpoint
-from streams_rt.state.errors import CorruptCheckpoint
+from streams_rt.state.errors import CorruptCheckpoint, StatePathError
 
 topics = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", min_size=1, max_size=40)
 offsets_maps = st.dictionaries(
@@ -99,3 +100,34 @@ def test_offset_sum_follows_kafka() -> None:
     assert offset_sum({TopicPartition("a", 0): 5, TopicPartition("b", 0): 7}) == 12
     assert offset_sum({TopicPartition("a", 0): 5, TopicPartition("b", 0): OFFSET_SUM_OFFSET_UNKNOWN}) == -4
     assert offset_sum({TopicPartition("a", 0): 2**63 - 1, TopicPartition("b", 0): 5}) == 2**63 - 1
+
+
+@pytest.mark.timeout(30)  # a blocking open of a FIFO would hang: the timeout interrupts it and fails
+def test_a_fifo_is_a_corrupt_checkpoint_read_without_blocking(tmp_path: Path) -> None:
+    path = tmp_path / ".checkpoint"
+    os.mkfifo(path)
+    with pytest.raises(CorruptCheckpoint, match="line 0: is a FIFO, not a regular file"):
+        OffsetCheckpoint(path).read()
+    OffsetCheckpoint(path).delete()
+    assert not path.exists()
+
+
+def test_a_directory_is_a_corrupt_checkpoint_and_never_deleted(tmp_path: Path) -> None:
+    path = tmp_path / ".checkpoint"
+    path.mkdir()
+    checkpoint = OffsetCheckpoint(path)
+    with pytest.raises(CorruptCheckpoint, match="is a directory"):
+        checkpoint.read()
+    for act in (checkpoint.delete, lambda: checkpoint.write({TopicPartition("t", 0): 1})):
+        with pytest.raises(StatePathError) as caught:
+            act()
+        assert caught.value.path == path
+    assert path.is_dir()
+
+
+@pytest.mark.timeout(30)
+def test_a_special_file_left_at_the_temporary_name_is_replaced(tmp_path: Path) -> None:
+    checkpoint = OffsetCheckpoint(tmp_path / ".checkpoint")
+    os.mkfifo(tmp_path / ".checkpoint.tmp")
+    checkpoint.write({TopicPartition("t", 0): 5})
+    assert checkpoint.read() == {TopicPartition("t", 0): 5}

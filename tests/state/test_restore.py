@@ -4,16 +4,18 @@ the listener, the stores' own offsets, and every reason to wipe."""
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 from collections.abc import Callable, Iterator
 
 import pytest
 import rocksdict
 from confluent_kafka import KafkaError, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.state import ChangelogReader, StateConfig, StoreSpec, TaskState, WindowSpec
-from streams_rt.state.errors import ChangelogError
+from streams_rt.state.errors import ChangelogError, StoreCorrupted
 from streams_rt.state.restore import ConsoleRestoreListener, split_events
 from streams_rt.state.stores import RocksDBKeyValueStore
 from tests.state.child import SPECS, batch_writes, expected_kv
@@ -228,6 +230,10 @@ class _OneBatchConsumer:
 
     def __init__(self, batch: list[Message]) -> None:
         self.batches = [batch]
+        self.seeks: list[tuple[str, int, int]] = []
+
+    def seek(self, partition: KafkaTopicPartition) -> None:
+        self.seeks.append((partition.topic, partition.partition, partition.offset))
 
     def incremental_assign(self, partitions: object) -> None: ...
     def incremental_unassign(self, partitions: object) -> None: ...
@@ -270,6 +276,24 @@ def test_restore_applies_records_after_a_mid_batch_eof_event(tmp_path) -> None: 
     store.close()
 
 
+def test_a_failed_poll_rewinds_every_partition(tmp_path) -> None:  # noqa: ANN001
+    """A store that fails mid-batch (here: damaged, a FIFO in its directory) must not cost the
+    other partitions the records of that batch: all are sought back to their read positions."""
+    first, second = RocksDBKeyValueStore("a", tmp_path), RocksDBKeyValueStore("b", tmp_path)
+    second.path.mkdir(parents=True)
+    os.mkfifo(second.path / "CURRENT")
+    batch = [_record(0, b"x"), Message(topic="t", partition=1, offset=4, key=b"y", value=b"v"),
+             _record(1, b"z")]
+    consumer = _OneBatchConsumer(batch)
+    reader = ChangelogReader(consumer)  # type: ignore[arg-type]
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    reader.restore(_Task(), {tp0: first, tp1: second}, {tp0: 0, tp1: 4}, {tp0: 9, tp1: 9})
+    with pytest.raises(StoreCorrupted):
+        reader.poll()
+    assert sorted(consumer.seeks) == [("t", 0, 1), ("t", 1, 4)]  # past what was applied, no further
+    first.close()
+
+
 def test_an_empty_tail_opens_no_store(tmp_path) -> None:  # noqa: ANN001
     store = RocksDBKeyValueStore("kv", tmp_path)
     reader, task = ChangelogReader(_OneBatchConsumer([_event(7, KafkaError._PARTITION_EOF)])), _Task()  # type: ignore[arg-type]
@@ -281,11 +305,13 @@ def test_an_empty_tail_opens_no_store(tmp_path) -> None:  # noqa: ANN001
 
 def test_a_null_key_in_a_changelog_is_an_error_naming_its_offset(tmp_path) -> None:  # noqa: ANN001
     store = RocksDBKeyValueStore("kv", tmp_path)
-    reader = ChangelogReader(_OneBatchConsumer([_record(0, b"a"), _record(1, None)]))  # type: ignore[arg-type, list-item]
+    consumer = _OneBatchConsumer([_record(0, b"a"), _record(1, None)])  # type: ignore[list-item]
+    reader = ChangelogReader(consumer)  # type: ignore[arg-type]
     tp = TopicPartition("t", 0)
     reader.restore(_Task(), {tp: store}, {tp: 0}, {tp: 5})
     with pytest.raises(ChangelogError, match="offset 1 has a null key"):
         reader.poll()
+    assert consumer.seeks == [("t", 0, 0)]  # rewound: nothing of the failed batch is skipped
     store.close()
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId, TopicPartition
-from streams_rt.state import StateDirectory, StateDirectoryLockedError, TaskLockedError
+from streams_rt.state import StateDirectory, StateDirectoryLockedError, StatePathError, TaskLockedError
 from streams_rt.state.config import StateConfig, default_state_dir
 from tests.state.conftest import Children, wait_for_line
 
@@ -122,3 +122,27 @@ def test_cleanup_removes_only_old_unowned_unlocked_tasks(tmp_path: Path) -> None
         # Releasing touched the directory: its cleanup delay starts again.
         assert directory.clean_removed_tasks(owned=[], now_ms=time.time() * 1000 + 30_000) == []
         assert directory.task_offset_sums() == {TaskId(0, 0): 0, TaskId(0, 2): 2}
+
+
+def test_a_file_where_a_task_directory_must_be_is_a_path_error(tmp_path: Path) -> None:
+    with StateDirectory(tmp_path, "app") as directory:
+        (tmp_path / "app" / "0_1").write_text("in the way")
+        with pytest.raises(StatePathError) as caught:
+            directory.lock_task(TaskId(0, 1))
+        assert caught.value.path == tmp_path / "app" / "0_1"
+
+
+@pytest.mark.timeout(30)  # nothing may block on a FIFO: the timeout interrupts a blocking open and fails
+def test_special_files_in_the_state_directory_block_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    root = tmp_path / "app"
+    (root / "0_1").mkdir(parents=True)
+    os.mkfifo(root / "kafka-streams-process-metadata")
+    os.mkfifo(root / "0_1" / ".checkpoint")
+    (root / "0_2").mkdir()
+    os.mkfifo(root / "0_2" / ".lock")
+    with StateDirectory(tmp_path, "app") as directory:  # metadata unreadable: a new id, logged
+        assert "is a FIFO" in caplog.text
+        assert directory.task_offset_sums() == {}  # the FIFO checkpoint is left out, logged
+        assert "task 0_1: offset sum not reported" in caplog.text
+        with pytest.raises(StatePathError, match="is a FIFO, where a lock file must be"):
+            directory.lock_task(TaskId(0, 2))

@@ -49,7 +49,8 @@ class KeyValueStore(StateStore):
             for k, v in self._pending.items()
             if (start is None or k >= start) and (end is None or k < end)
         )
-        return merge_overlay(self._committed_range(start, end), overlay)
+        committed = self._committed_range(start, end)
+        return merge_overlay(committed, overlay) if overlay else committed
 
     def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         return self.range(prefix, prefix_upper_bound(prefix))
@@ -76,16 +77,14 @@ class RocksDBKeyValueStore(KeyValueStore, RocksDBStore):
         RocksDBStore.__init__(self, name, task_dir, config_setter)
 
     def _committed_get(self, key: bytes) -> bytes | None:
-        value: bytes | None = self.db.get(key)
+        try:
+            value: bytes | None = self.db.get(key)
+        except Exception as exc:  # noqa: BLE001 - rocksdict raises plain Exceptions
+            self._fail(exc)  # damage: StoreCorrupted
         return value
 
     def _committed_range(self, start: bytes | None, end: bytes | None) -> Iterator[tuple[bytes, bytes]]:
-        read_opt = rocksdict.ReadOptions()
-        if end is not None:
-            read_opt.set_iterate_upper_bound(end)
-        if start is None:
-            return iter(self.db.items(read_opt=read_opt))
-        return iter(self.db.items(from_key=start, read_opt=read_opt))
+        return self._scan(self.db, start, end)
 
     def _committed_estimate(self) -> int:
         return self.db.property_int_value("rocksdb.estimate-num-keys") or 0

@@ -46,6 +46,15 @@ def store_options(store_name: str, setter: RocksDBConfigSetter | None = None) ->
     options.set_level_compaction_dynamic_level_bytes(True)
     options.set_level_zero_slowdown_writes_trigger(LEVEL0_SLOWDOWN_WRITES_TRIGGER)
     options.set_keep_log_file_num(2)
+    # Damage is refused, never worked around: paranoid checks (file sizes against the MANIFEST at
+    # open, stopping on a background error), and a write-ahead log that must replay whole. A log
+    # that is damaged or cut short fails the open (the store is then wiped and restored from its
+    # changelog) rather than dropping its tail.
+    options.set_paranoid_checks(True)
+    options.set_wal_recovery_mode(rocksdict.DBRecoveryMode.absolute_consistency())
+    # Flushes of several column families reach the MANIFEST as one edit, so the offsets family
+    # can never be on disk ahead of the data it describes, whatever is lost later.
+    options.set_atomic_flush(True)
     table = rocksdict.BlockBasedOptions()
     table.set_block_cache(rocksdict.Cache(BLOCK_CACHE_BYTES))
     table.set_block_size(BLOCK_SIZE_BYTES)
@@ -68,6 +77,7 @@ def restore_options(store_name: str, setter: RocksDBConfigSetter | None = None) 
     options.set_max_write_buffer_number(RESTORE_MAX_WRITE_BUFFERS)
     options.set_max_background_jobs(RESTORE_BACKGROUND_JOBS)
     options.set_disable_auto_compactions(True)
+    options.set_atomic_flush(False)  # `sync` flushes the data first and the offsets last instead: cheaper
     options.set_level_zero_slowdown_writes_trigger(1 << 20)
     options.set_level_zero_stop_writes_trigger(1 << 20)
     return options

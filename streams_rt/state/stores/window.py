@@ -177,10 +177,9 @@ class RocksDBWindowStore(WindowStore, RocksDBStore):
 
     def _open_db(self, path: str, options: rocksdict.Options) -> rocksdict.Rdict:
         self._options = options
-        try:
-            names = rocksdict.Rdict.list_cf(path, options)
-        except Exception:  # noqa: BLE001 - no database there yet
-            names = []
+        # No CURRENT file: no database yet (an open creates it). Otherwise a failure to list the
+        # column families is damage, which the caller reports.
+        names = rocksdict.Rdict.list_cf(path, options) if (Path(path) / "CURRENT").exists() else []
         segments = [n for n in names if n.startswith(_SEGMENT_PREFIX)]
         families = {"default": options, OFFSETS_FAMILY: options, **{n: options for n in segments}}
         db = rocksdict.Rdict(path, options, column_families=families)
@@ -193,8 +192,13 @@ class RocksDBWindowStore(WindowStore, RocksDBStore):
             self.stream_time = max(self.stream_time, max(self._segments) * self.segment_interval_ms)
         return db
 
-    def _data_families(self) -> list[rocksdict.Rdict]:
-        return [self.db, *(family for family, _ in self._segments.values())]
+    def _data_families(self) -> list[str]:
+        return ["default", *(f"{_SEGMENT_PREFIX}{segment_id}" for segment_id in self._segments)]
+
+    def _family(self, name: str) -> rocksdict.Rdict:
+        if name.startswith(_SEGMENT_PREFIX):
+            return self._segments[int(name[len(_SEGMENT_PREFIX):])][0]
+        return super()._family(name)
 
     @property
     def segment_ids(self) -> list[int]:
@@ -208,35 +212,35 @@ class RocksDBWindowStore(WindowStore, RocksDBStore):
         self.stream_time = -1
         super().wipe()
 
-    def _segments_overlapping(self, lower: int, time_to: int) -> list[rocksdict.Rdict]:
-        """The existing segments overlapping [lower, time_to], oldest first: the cost follows the
-        segments on disk, not the width of the requested range."""
+    def _segments_overlapping(self, lower: int, time_to: int) -> list[int]:
+        """The ids of the existing segments overlapping [lower, time_to], oldest first: the cost
+        follows the segments on disk, not the width of the requested range. (Ids, not column
+        family views: see RocksDBStore's "checked reads".)"""
         interval = self.segment_interval_ms
         return [
-            family
-            for segment_id, (family, _) in sorted(self._segments.items())
+            segment_id
+            for segment_id in sorted(self._segments)
             if (segment_id + 1) * interval > lower and segment_id * interval <= time_to
         ]
 
     def _committed_fetch(self, key: bytes, lower: int, upper: int) -> Iterable[tuple[int, bytes]]:
         width = len(key) + TS_BYTES
-        for segment in self._segments_overlapping(lower, upper):
-            read_opt = rocksdict.ReadOptions()
-            if upper < INT64_MAX:
-                read_opt.set_iterate_upper_bound(window_key(key, upper + 1))
-            for composite, value in segment.items(from_key=window_key(key, lower), read_opt=read_opt):
+        end = window_key(key, upper + 1) if upper < INT64_MAX else None
+        for segment_id in self._segments_overlapping(lower, upper):
+            for composite, value in self._scan(self._segments[segment_id][0], window_key(key, lower), end):
                 if len(composite) == width and composite.startswith(key):
                     yield int.from_bytes(composite[-TS_BYTES:], "big"), value
 
     def _committed_windows(self, lower: int, upper: int) -> Iterable[tuple[bytes, bytes]]:
-        for segment in self._segments_overlapping(lower, upper):
-            yield from segment.items()
+        for segment_id in self._segments_overlapping(lower, upper):
+            yield from self._scan(self._segments[segment_id][0], None, None)
 
     def _segment(self, segment_id: int) -> rocksdict.ColumnFamily:
         segment = self._segments.get(segment_id)
         if segment is None:
             name = f"{_SEGMENT_PREFIX}{segment_id}"
-            cf = self.db.create_column_family(name, self._options)
+            with self._typed_failures():
+                cf = self.db.create_column_family(name, self._options)
             segment = (cf, self.db.get_column_family_handle(name))
             self._segments[segment_id] = segment
         return segment[1]
@@ -244,16 +248,16 @@ class RocksDBWindowStore(WindowStore, RocksDBStore):
     def _store_windows(self, writes: Sequence[SegmentWrite], changelog_offset: int | None, logged: bool) -> None:
         batch = rocksdict.WriteBatch(raw_mode=True)
         for composite, value, segment_id in writes:
-            handle = self._segment(segment_id)
             if value is None:
-                batch.delete(composite, handle)
+                batch.delete(composite, self._segment(segment_id))
             else:
-                batch.put(composite, value, handle)
+                batch.put(composite, value, self._segment(segment_id))
         self._record_offset(batch, changelog_offset)
         (self._write_logged if logged else self._write_unlogged)(batch)
 
     def _drop_segments_before(self, segment_id: int) -> None:
         for expired in [s for s in self._segments if s < segment_id]:
             del self._segments[expired]
-            self.db.drop_column_family(f"{_SEGMENT_PREFIX}{expired}")
+            with self._typed_failures():
+                self.db.drop_column_family(f"{_SEGMENT_PREFIX}{expired}")
             log.debug("store %s: dropped expired segment %d", self.name, expired)
