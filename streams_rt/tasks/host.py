@@ -27,7 +27,7 @@ from streams_rt.rpc.batches import BatchError, BatchRequest, BatchRequestInvalid
 from streams_rt.rpc.client import AuthenticationRefused, CoordinatorUnavailable, GroupClient
 from streams_rt.rpc.messages import ReportTasksRequest, ReportTasksResponse
 from streams_rt.rpc.transport import SecureFlightServer
-from streams_rt.state import ConsoleRestoreListener, Mode, StateConfig, StateUpdater, TaskState
+from streams_rt.state import ConsoleRestoreListener, Mode, StateConfig, StateUpdater, StoreCorrupted, TaskState
 from streams_rt.tasks.active import ActiveTaskRunner, BatchRefused, BatchTimings, ProcessingSettings, store_specs
 from streams_rt.tasks.execution.runner import DeserializationHandler, ProcessingFailed
 from streams_rt.tasks.faults import Faults
@@ -80,7 +80,7 @@ class TaskHost:
         self.directory = self._state_config.open_state_directory()
         self._reader = self._state_config.changelog_reader(ConsoleRestoreListener())
         self._updater = StateUpdater(self._reader, self._state_config.commit_interval_ms)
-        self._state = StateThread(self._updater, self._start_restored_tasks)
+        self._state = StateThread(self._updater, self._start_restored_tasks, self._reopen_corrupted)
         self._actives: dict[TaskId, ActiveTaskRunner] = {}  # touched on the state thread only...
         self._standbys: dict[TaskId, TaskState] = {}
         self._view: dict[TaskId, ActiveTaskRunner] = {}  # ...and copies of it for the other threads
@@ -151,6 +151,24 @@ class TaskHost:
                 log.info("task %s: %s", task, "revoked: committed and closed" if clean else "lost: closed")
         self._publish()
 
+    def _reopen_corrupted(self, error: StoreCorrupted) -> None:
+        """State thread: a store of the task is damaged (found while reading it). Close the task
+        dirty and open it again: the open wipes the damaged store and restores it from its
+        changelog (Kafka's TaskCorruptedException)."""
+        task = TaskId.parse(error.task)
+        log.warning("task %s: %s; closing it and restoring it from the changelog", task, error)
+        runner = self._actives.pop(task, None)
+        if runner is not None:
+            runner.close(clean=False)
+            self._closed_timings.append(runner.timings)
+            self._assign(frozenset({task}), frozenset(self._standbys))
+            return
+        standby = self._standbys.pop(task, None)
+        if standby is not None:
+            self._updater.remove_standby(task)
+            standby.close(clean=False)
+            self._assign(frozenset(), frozenset(self._standbys) | {task})
+
     def _new_state(self, task: TaskId) -> TaskState:
         return TaskState(self._state_config, self.directory, task, store_specs(self.topology, task.subtopology),
                          self._reader)
@@ -201,6 +219,9 @@ class TaskHost:
             raise BatchError("FAILED", str(e), detail) from None
         except InputUnavailable as e:
             raise BatchError("UNAVAILABLE", str(e)) from None
+        except StoreCorrupted as e:
+            self._state.call(lambda: self._reopen_corrupted(e))
+            raise BatchError(Refusal.RESTORING.value, f"task {request.task}: {e}; restoring it") from None
         except Exception as e:  # the batch was rolled back; the caller sees why, the host goes on
             log.exception("task %s: batch failed", request.task)
             raise BatchError("FAILED", f"task {request.task}: {type(e).__name__}: {e}") from None

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TypeVar
 
-from streams_rt.state import StateUpdater
+from streams_rt.state import StateUpdater, StoreCorrupted
 
 log = logging.getLogger(__name__)
 
@@ -26,10 +26,13 @@ class StateThreadStopped(RuntimeError):
 
 
 class StateThread:
-    def __init__(self, updater: StateUpdater, after_poll: Callable[[], None], name: str = "state") -> None:
-        """`after_poll` runs on this thread after every poll (the host moves restored tasks on)."""
+    def __init__(self, updater: StateUpdater, after_poll: Callable[[], None],
+                 on_corruption: Callable[[StoreCorrupted], None], name: str = "state") -> None:
+        """`after_poll` runs on this thread after every poll (the host moves restored tasks on);
+        `on_corruption` when a poll met a damaged store (the host reopens that task)."""
         self._updater = updater
         self._after_poll = after_poll
+        self._on_corruption = on_corruption
         self._commands: queue.SimpleQueue[tuple[Callable[[], object], Future[object]]] = queue.SimpleQueue()
         self._stopping = threading.Event()
         self.failure: BaseException | None = None
@@ -61,6 +64,8 @@ class StateThread:
                 self._drain()
                 self._updater.poll(time.monotonic_ns() // 1_000_000, POLL_TIMEOUT_S)
                 self._after_poll()
+            except StoreCorrupted as e:  # one task's store: that task is reopened, the others go on
+                self._on_corruption(e)
             except Exception as e:  # a restore that cannot go on: the host must notice and stop
                 log.exception("state thread failed")
                 self.failure = e
