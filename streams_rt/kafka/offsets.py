@@ -31,3 +31,22 @@ def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeou
             if exc.args[0].code() not in RETRIABLE or time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+def committed_or_earliest(admin: AdminClient, group: str, partitions: Iterable[TopicPartition],
+                          timeout_s: float = 30.0) -> dict[TopicPartition, int]:
+    """Each partition's offset committed for consumer group `group`, or its beginning when none is."""
+    wanted = sorted(set(partitions))
+    if not wanted:
+        return {}
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    request = [ConsumerGroupTopicPartitions(group, [KafkaTopicPartition(tp.topic, tp.partition) for tp in wanted])]
+    (future,) = admin.list_consumer_group_offsets(request, request_timeout=timeout_s).values()
+    found = {TopicPartition(k.topic, k.partition): k.offset for k in future.result().topic_partitions if k.offset >= 0}
+    missing = [tp for tp in wanted if tp not in found]
+    if missing:
+        futures = admin.list_offsets({KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.earliest() for tp in missing},
+                                     request_timeout=timeout_s)
+        found.update({TopicPartition(k.topic, k.partition): f.result().offset for k, f in futures.items()})
+    return found

@@ -56,3 +56,9 @@ class GroupClient:
 
     def close(self) -> None:
         self._client.close()
+
+    def __enter__(self) -> GroupClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,241 @@
+"""The streams_rt streaming data source (`spark.readStream.format("streams_rt")`).
+
+Its driver-side methods run in a Python process Spark starts (not the user's): they reach the
+coordinator by RPC, whose address travels in the options. `latestOffset` advances only RUNNING tasks;
+`partitions` makes one Spark partition per task with work, for its owner host; `read`, on an executor,
+asks the owner host for the batch and yields its Arrow record batches; `commit` acknowledges the
+batches to their hosts. Offsets are `{"<topic>:<partition>": offset}` over every input partition of
+every task (repartition topics included)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
+
+from streams_rt.protocol import TaskId, TopicPartition
+
+log = logging.getLogger(__name__)
+
+NAME = "streams_rt"
+SECRET_OPTION = "streams_rt.auth.secret"  # Spark redacts option keys matching "secret" in plans and the UI
+RETRY_TIMEOUT_MS = 180_000
+
+
+def encode_offsets(positions: Mapping[TopicPartition, int]) -> dict[str, int]:
+    return {f"{tp.topic}:{tp.partition}": offset for tp, offset in sorted(positions.items())}
+
+
+def decode_offsets(raw: Mapping[str, Any]) -> dict[TopicPartition, int]:
+    out = {}
+    for key, offset in raw.items():
+        topic, _, partition = str(key).rpartition(":")
+        out[TopicPartition(topic, int(partition))] = int(offset)
+    return out
+
+
+@dataclass(frozen=True)
+class TaskBatch(InputPartition):
+    """One task's batch: plain data, pickled by Spark to the executor that reads it."""
+
+    task: str
+    endpoint: str
+    generation: int
+    ranges: tuple[tuple[str, int, int, int], ...]  # (topic, partition, start, end)
+
+    def tp_ranges(self) -> dict[TopicPartition, tuple[int, int]]:
+        return {TopicPartition(t, p): (s, e) for t, p, s, e in self.ranges}
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    coordinator: str
+    application_id: str
+    bootstrap_servers: str
+    schema: str
+    max_records_per_task: int | None
+    secret: str | None
+    retry_timeout_ms: int
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
+        try:
+            return cls(
+                coordinator=options["coordinator"],
+                application_id=options["application.id"],
+                bootstrap_servers=options["bootstrap.servers"],
+                schema=options["schema"],
+                max_records_per_task=int(options["max.records.per.task.per.batch"]),
+                secret=options.get(SECRET_OPTION),
+                retry_timeout_ms=int(options.get("batch.retry.timeout.ms", RETRY_TIMEOUT_MS)),
+            )
+        except KeyError as e:
+            raise ValueError(f"the streams_rt source is started by StreamsRuntime.stream(); option {e} is "
+                             "missing") from None
+
+
+def _secret(options: SourceOptions) -> Any:
+    from streams_rt.rpc.auth import SharedSecret
+
+    return SharedSecret(options.secret) if options.secret else None
+
+
+class StreamsRtDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> str:
+        return SourceOptions.parse(self.options).schema
+
+    def streamReader(self, schema: Any) -> StreamsRtStreamReader:
+        return StreamsRtStreamReader(SourceOptions.parse(self.options))
+
+
+class StreamsRtStreamReader(DataSourceStreamReader):
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._planned: dict[str, list[TaskBatch]] = {}  # json(end) -> the batches planned up to it
+        self._coordinator: Any = None
+        self._admin: Any = None
+
+    # -- driver side (Spark's source process) --------------------------------------------------
+    def _clients(self) -> tuple[Any, Any]:
+        from confluent_kafka.admin import AdminClient
+
+        from streams_rt.rpc.client import GroupClient
+
+        if self._coordinator is None:
+            self._coordinator = GroupClient(self.options.coordinator, secret=_secret(self.options))
+            self._admin = AdminClient({"bootstrap.servers": self.options.bootstrap_servers})
+        return self._coordinator, self._admin
+
+    def _status(self) -> tuple[int, dict[TaskId, Any]]:
+        from streams_rt.runtime.batch_loop import task_status
+
+        coordinator, _ = self._clients()
+        return task_status(coordinator, self.options.application_id)
+
+    def initialOffset(self) -> dict:
+        """Where a new query starts: every task's committed position, as its host reports it once
+        restored (waiting for the hosts, bounded), else the application's committed offsets, else
+        each partition's beginning."""
+        from streams_rt.kafka.offsets import committed_or_earliest
+
+        deadline = time.monotonic() + self.options.retry_timeout_ms / 1000
+        while True:
+            _, statuses = self._status()
+            if statuses and all(s.phase == "RUNNING" for s in statuses.values()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        positions: dict[TopicPartition, int] = {}
+        missing = []
+        for status in statuses.values():
+            for tp in status.inputs:
+                if tp in status.positions:
+                    positions[tp] = status.positions[tp]
+                else:
+                    missing.append(tp)
+        _, admin = self._clients()
+        positions.update(committed_or_earliest(admin, self.options.application_id, missing))
+        return encode_offsets(positions)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """`max.records.per.task.per.batch`: counted per task, not over the whole batch."""
+        cap = self.options.max_records_per_task
+        return ReadMaxRows(cap) if cap else ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        from streams_rt.kafka.offsets import end_offsets
+        from streams_rt.runtime.planning import RUNNING, latest_positions
+
+        _, statuses = self._status()
+        running = {t: s for t, s in statuses.items() if s.phase == RUNNING and s.endpoint}
+        _, admin = self._clients()
+        ends = end_offsets(admin, [tp for s in running.values() for tp in s.inputs])
+        cap = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        begin = decode_offsets(start)
+        for status in statuses.values():  # tasks added since the query started begin at their positions
+            for tp in status.inputs:
+                begin.setdefault(tp, status.positions.get(tp, 0))
+        return encode_offsets(latest_positions(begin, running, ends, cap))
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        from streams_rt.runtime.planning import plan
+
+        generation, statuses = self._status()
+        begin, finish = decode_offsets(start), decode_offsets(end)
+        for status in statuses.values():
+            for tp in status.inputs:
+                begin.setdefault(tp, finish.get(tp, 0))
+        batches = [
+            TaskBatch(str(b.task), b.endpoint, b.generation,
+                      tuple((tp.topic, tp.partition, s, e) for tp, (s, e) in sorted(b.ranges.items())))
+            for b in plan(begin, finish, statuses, generation)
+        ]
+        # A task that moved since latestOffset keeps its ranges: `read` finds its owner.
+        planned = {b.task for b in batches}
+        for task, status in sorted(statuses.items()):
+            ranges = {tp: (begin[tp], finish[tp]) for tp in status.inputs if tp in finish and finish[tp] > begin[tp]}
+            if ranges and str(task) not in planned:
+                batches.append(TaskBatch(str(task), status.endpoint or "", generation,
+                                         tuple((tp.topic, tp.partition, s, e) for tp, (s, e) in sorted(ranges.items()))))
+        self._planned[json.dumps(end, sort_keys=True)] = batches
+        return batches  # type: ignore[return-value]
+
+    def commit(self, end: dict) -> None:
+        """Spark committed the batch: acknowledge each task's batch to its host (the batch was
+        made durable when it ran; this lets the host forget its kept output)."""
+        from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
+
+        batches = self._planned.pop(json.dumps(end, sort_keys=True), [])
+        for key in [k for k in self._planned if k < json.dumps(end, sort_keys=True)]:
+            self._planned.pop(key)
+        for batch in batches:
+            try:
+                with HostClient(batch.endpoint, secret=_secret(self.options)) as client:
+                    client.commit(BatchRequest(TaskId.parse(batch.task), batch.generation, batch.tp_ranges()))
+            except BatchError as e:  # the task moved: its new owner has the batch as applied last
+                log.info("task %s: commit not acknowledged by %s: %s", batch.task, batch.endpoint, e)
+
+    def stop(self) -> None:
+        if self._coordinator is not None:
+            self._coordinator.close()
+
+    # -- executor side ---------------------------------------------------------------------------
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The batch's output rows from the task's owner. A retriable refusal (moved, restoring,
+        unavailable) is retried on the owner the coordinator names, until `batch.retry.timeout.ms`."""
+        from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
+        from streams_rt.rpc.client import GroupClient
+        from streams_rt.runtime.batch_loop import task_status
+
+        assert isinstance(partition, TaskBatch)
+        task = TaskId.parse(partition.task)
+        request = BatchRequest(task, partition.generation, partition.tp_ranges())
+        endpoint = partition.endpoint
+        deadline = time.monotonic() + self.options.retry_timeout_ms / 1000
+        secret = _secret(self.options)
+        while True:
+            try:
+                if not endpoint:
+                    raise BatchError("NOT_OWNER", f"task {task} has no owner now")
+                with HostClient(endpoint, secret=secret) as client:
+                    table = client.run_batch(request)
+                break
+            except BatchError as e:
+                if not e.retriable or time.monotonic() > deadline:
+                    raise RuntimeError(f"streams_rt: batch of task {task} failed: {e}") from None
+                time.sleep(0.25)
+                with GroupClient(self.options.coordinator, secret=secret) as coordinator:
+                    _, statuses = task_status(coordinator, self.options.application_id)
+                status = statuses.get(task)
+                endpoint = status.endpoint if status is not None and status.phase == "RUNNING" else ""
+        yield from table.to_batches()
