@@ -55,6 +55,11 @@ class SharedSecret:
         except ValueError as e:
             raise ValueError(f"{SECRET_ENV}: {e}") from None
 
+    @property
+    def token(self) -> str:
+        """The secret itself, to hand on to a process of this run (never log it)."""
+        return self._token
+
     def environment(self) -> dict[str, str]:
         """What to add to the environment of a process this driver starts."""
         return {SECRET_ENV: self._token}

@@ -108,16 +108,7 @@ class LocalApplication:
         props = {**self.properties, "state.dir": str(directory / "state"), **self._host_properties, **(properties or {})}
         ready = directory / "ready.json"
         ready.unlink(missing_ok=True)
-        config = {
-            "properties": props,
-            "coordinator": self.coordinator.address,
-            "topology": self.topology_ref,
-            "topology_args": self.topology_args,
-            "source_partitions": self.partitions,
-            "instance_id": None,
-            "ready_file": str(ready),
-            "parent_pid": os.getpid(),
-        }
+        config = {**self.host_config(), "properties": props, "ready_file": str(ready), "watch_pid": os.getpid()}
         config_file = directory / "host.json"
         config_file.write_text(json.dumps(config))
         log_file = directory / "host.log"
@@ -136,6 +127,17 @@ class LocalApplication:
                 raise HostFailed(f"host {name} did not start within 60 s:\n{host.log_tail()}")
             time.sleep(0.05)
         return host
+
+    def host_config(self) -> dict[str, Any]:
+        """What every host of this application is started with (hosts add their own state.dir,
+        ready file and watched process)."""
+        return {
+            "properties": {**self.properties, **self._host_properties},
+            "coordinator": self.coordinator.address,
+            "topology": self.topology_ref,
+            "topology_args": self.topology_args,
+            "source_partitions": self.partitions,
+        }
 
     def stop_host(self, name: str, kill: bool = False, timeout_s: float = 60.0) -> int:
         """SIGTERM (a clean stop: commit, leave) or SIGKILL; returns the exit code."""

@@ -3,9 +3,11 @@
 The config file (written by whoever starts the host: the local runtime, or an executor) holds the
 application's properties, the coordinator's address, the topology ('module:attr'), the source
 topics' partition counts (so host and driver agree on the layout), and optionally the instance id,
-the bind address, a parent pid to outlive no longer, and a file where the host writes its endpoint
-once it serves. The host stops cleanly on SIGTERM or SIGINT, when its parent dies, when the
-coordinator asks the application to shut down, or when its member fails."""
+the bind address, a process to outlive no longer (`watch_pid`: the driver in local mode, the
+executor's JVM on a cluster), a lock file that makes it the only host of its executor, and a file
+where the host writes its endpoint once it serves. The host stops cleanly on SIGTERM or SIGINT, when
+the watched process is gone, when the coordinator asks the application to shut down, or when its
+member fails."""
 
 from __future__ import annotations
 
@@ -59,16 +61,24 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    lock = None
+    if config.get("lock_file"):
+        lock = _try_lock(Path(config["lock_file"]))
+        if lock is None:
+            log.info("another task host holds %s: this executor has its host", config["lock_file"])
+            return 0
+    watched = config.get("watch_pid")
+    started = _start_time(watched) if watched else None
     host = TaskHost(settings, topology, layout)
     host.start()
     if config.get("ready_file"):
-        ready = {"pid": os.getpid(), "endpoint": host.endpoint, "process_id": str(host.directory.process_id)}
+        ready = {"pid": os.getpid(), "endpoint": host.endpoint, "process_id": str(host.directory.process_id),
+                 "watch_pid": watched}
         atomic_write_bytes(Path(config["ready_file"]), json.dumps(ready).encode())
-    parent = config.get("parent_pid")
     code = 0
     while not stop.wait(0.5):
-        if parent and os.getppid() != parent:
-            log.warning("parent process %s is gone: stopping", parent)
+        if watched and _start_time(watched) != started:
+            log.warning("process %s (the driver or the executor) is gone: stopping", watched)
             break
         status = host.member.status()
         if status.shutdown_requested:
@@ -79,7 +89,33 @@ def main(argv: list[str] | None = None) -> int:
             code = 2
             break
     host.close()
+    if lock is not None:
+        lock.close()
     return code
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time (field 22 of /proc/<pid>/stat): a reused pid has another one."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2:].split()[19]
+
+
+def _try_lock(path: Path) -> Any:
+    """An exclusive flock held for the process's life (released by the kernel at exit, kill -9
+    included), or None when another process holds it."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
 
 
 if __name__ == "__main__":

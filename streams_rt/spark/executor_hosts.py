@@ -1,0 +1,86 @@
+"""Task hosts on Spark executors: one per executor, started from the executor's Python workers.
+
+`ensure_host(spec)` runs on an executor (in a start-up job, and in `read` for executors added later):
+it starts `streams_rt.tasks.host_main` detached (its own session, so it outlives the short-lived
+Python worker) unless the executor already has one. The host holds a lock file in the executor's
+working directory for its whole life, so a second start exits at once, and it watches the executor's
+JVM: when the executor is gone, the host commits, leaves and exits, releasing its state locks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HOST_DIR = "streams-rt-host"
+READY_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """What every executor's host needs: plain data, shipped to the executors by Spark."""
+
+    host_config: dict[str, Any]  # properties, coordinator, topology, topology_args, source_partitions
+    environment: dict[str, str]  # the application's secret
+
+
+def executor_jvm_pid() -> int | None:
+    """The executor JVM (CoarseGrainedExecutorBackend) among this process's ancestors; None in local
+    mode, where Python workers descend from the driver's JVM."""
+    pid = os.getpid()
+    while pid > 1:
+        try:
+            if b"CoarseGrainedExecutorBackend" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        pid = int(stat[stat.rindex(")") + 2:].split()[1])  # field 4: the parent
+    return None
+
+
+def ensure_host(spec: HostSpec) -> dict[str, Any]:
+    """This executor's host (started now if it has none): its ready record (pid, endpoint,
+    process_id, the executor JVM pid it watches)."""
+    executor = executor_jvm_pid()
+    if executor is None:
+        raise RuntimeError("ensure_host runs on an executor (local mode starts its hosts from the driver)")
+    directory = Path.cwd() / HOST_DIR
+    directory.mkdir(exist_ok=True)
+    ready = directory / "ready.json"
+    found = _read_ready(ready, executor)
+    if found is not None:
+        return found
+    props = {**spec.host_config["properties"], "state.dir": str(directory / "state")}
+    config = {**spec.host_config, "properties": props, "ready_file": str(ready),
+              "lock_file": str(directory / "host.lock"), "watch_pid": executor}
+    config_file = directory / "host.json"
+    config_file.write_text(json.dumps(config))
+    os.chmod(config_file, 0o600)
+    with open(directory / "host.log", "ab") as log:
+        subprocess.Popen([sys.executable, "-m", "streams_rt.tasks.host_main", "--config", str(config_file)],
+                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                         env={**os.environ, **spec.environment}, start_new_session=True, cwd=str(directory))
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while (found := _read_ready(ready, executor)) is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the task host of executor {executor} did not start within {READY_TIMEOUT_S:.0f} s; "
+                               f"see {directory / 'host.log'}")
+        time.sleep(0.1)
+    return found
+
+
+def _read_ready(path: Path, executor: int) -> dict[str, Any] | None:
+    """The ready record of a live host of this executor (a dead host's record is stale)."""
+    try:
+        record: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if record.get("watch_pid") != executor or not Path(f"/proc/{record.get('pid')}").exists():
+        return None
+    return record

@@ -1,0 +1,89 @@
+"""`StreamsRuntime`: a topology as a streaming DataFrame.
+
+    runtime = StreamsRuntime(spark, "my_app.topology:build", config)
+    query = runtime.stream().writeStream.format(...).option("checkpointLocation", ...).start()
+    runtime.stop()
+
+It checks the configuration (Kafka Streams' names; errors name their key, before anything starts),
+makes the internal topics, starts the coordinator in this (the driver's) process, and starts the task
+hosts: `local.task.hosts` of them next to the driver in local mode, one per executor on a cluster."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from streams_rt.config import resolve
+from streams_rt.runtime.local import LocalApplication
+from streams_rt.spark.executor_hosts import HostSpec, ensure_host
+from streams_rt.spark.source import NAME, SECRET_OPTION, StreamsRtDataSource
+from streams_rt.tasks.output import OutputSchema
+
+log = logging.getLogger(__name__)
+
+
+class StreamsRuntime:
+    def __init__(self, spark: SparkSession, topology: str, config: Mapping[str, Any],
+                 topology_args: Mapping[str, Any] | None = None, work_dir: Path | None = None) -> None:
+        """`topology` is 'module:attr' (a Topology, or a function returning one, called with
+        `topology_args`): the hosts import it, on this machine or on the executors."""
+        props = {k: v for k, v in config.items()}
+        self.config = resolve(props)  # one line per problem, naming the key
+        self.spark = spark
+        self.local = spark.sparkContext.master.startswith("local[") or spark.sparkContext.master == "local"
+        hosts = int(self.config.get("local.task.hosts")) if self.local else 0
+        self.work_dir = work_dir or Path(tempfile.mkdtemp(prefix=f"streams-rt-{self.config.get('application.id')}-"))
+        self.app = LocalApplication(topology, props, self.work_dir, hosts=hosts, topology_args=topology_args)
+        self.schema = OutputSchema(self.app.topology)
+        if not self.local:
+            self.start_executor_hosts()
+
+    @property
+    def application_id(self) -> str:
+        return self.app.application_id
+
+    def host_spec(self) -> HostSpec:
+        secret = self.app.coordinator.secret
+        return HostSpec(self.app.host_config(), secret.environment() if secret is not None else {})
+
+    def start_executor_hosts(self, timeout_s: float = 180.0) -> list[dict[str, Any]]:
+        """One host on every executor (a job with a few tasks per executor; each task starts its
+        executor's host unless it has one), until the group has a member per executor."""
+        sc = self.spark.sparkContext
+        executors = max(1, sc._jsc.sc().getExecutorMemoryStatus().size() - 1)
+        spec = self.host_spec()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            ready = sc.parallelize(range(executors * 4), executors * 4).map(lambda _: ensure_host(spec)).collect()
+            hosts = {r["pid"]: r for r in ready}
+            members = len(self.app.coordinator.describe()["members"])
+            if len(hosts) >= executors and members >= len(hosts):
+                log.info("task hosts on %d executors: %s", executors, sorted(hosts))
+                return list(hosts.values())
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"task hosts on {len(hosts)} of {executors} executors after {timeout_s:.0f} s")
+            time.sleep(0.5)
+
+    def stream(self) -> DataFrame:
+        """The topology's output rows (topic, key, value, timestamp, task) as a streaming DataFrame."""
+        self.spark.dataSource.register(StreamsRtDataSource)
+        secret = self.app.coordinator.secret
+        reader = (self.spark.readStream.format(NAME)
+                  .option("coordinator", self.app.coordinator.address)
+                  .option("application.id", self.application_id)
+                  .option("bootstrap.servers", self.app.bootstrap)
+                  .option("schema", self.schema.ddl)
+                  .option("max.records.per.task.per.batch", str(self.config.get("max.records.per.task.per.batch"))))
+        if secret is not None:
+            reader = reader.option(SECRET_OPTION, secret.token)
+        return reader.load()
+
+    def stop(self) -> None:
+        """Stop the hosts (each commits, checkpoints and leaves the group) and the coordinator."""
+        self.app.close()
