@@ -31,7 +31,7 @@ test: venv jars
 	$(VENV_PY) -m pytest $(PYTEST_ARGS)
 
 demo: venv jars
-	$(VENV_PY) examples/broker_smoke.py
+	$(VENV_PY) examples/word_count.py
 
 # docs/configuration.md is generated from streams_rt/config/registry.py; tests/config/test_docs.py fails when stale.
 docs: venv

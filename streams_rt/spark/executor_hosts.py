@@ -54,8 +54,10 @@ def ensure_host(spec: HostSpec) -> dict[str, Any]:
     directory.mkdir(exist_ok=True)
     ready = directory / "ready.json"
     found = _read_ready(ready, executor)
-    if found is not None:
+    if found is not None and found.get("coordinator") == spec.host_config["coordinator"]:
         return found
+    if found is not None:  # a host of an earlier run of the driver: it gives way to this run's
+        _stop(int(found["pid"]))
     props = {**spec.host_config["properties"], "state.dir": str(directory / "state")}
     config = {**spec.host_config, "properties": props, "ready_file": str(ready),
               "lock_file": str(directory / "host.lock"), "watch_pid": executor}
@@ -67,12 +69,25 @@ def ensure_host(spec: HostSpec) -> dict[str, Any]:
                          stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                          env={**os.environ, **spec.environment}, start_new_session=True, cwd=str(directory))
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while (found := _read_ready(ready, executor)) is None:
+    while (found := _read_ready(ready, executor)) is None or found.get("coordinator") != spec.host_config["coordinator"]:
         if time.monotonic() > deadline:
             raise RuntimeError(f"the task host of executor {executor} did not start within {READY_TIMEOUT_S:.0f} s; "
                                f"see {directory / 'host.log'}")
         time.sleep(0.1)
     return found
+
+
+def _stop(pid: int, timeout_s: float = 60.0) -> None:
+    """SIGTERM a host (it commits and leaves) and wait for it to exit and release its lock."""
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout_s
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _read_ready(path: Path, executor: int) -> dict[str, Any] | None:

@@ -84,6 +84,12 @@ class StreamsRuntime:
             reader = reader.option(SECRET_OPTION, secret.token)
         return reader.load()
 
-    def stop(self) -> None:
-        """Stop the hosts (each commits, checkpoints and leaves the group) and the coordinator."""
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Stop the hosts (each commits, checkpoints and leaves the group) and the coordinator. The
+        hosts on executors are asked through the group (KIP-725's shutdown request)."""
+        if not self.local:
+            self.app.coordinator.request_shutdown("StreamsRuntime.stop()")
+            deadline = time.monotonic() + timeout_s
+            while self.app.coordinator.describe()["members"] and time.monotonic() < deadline:
+                time.sleep(0.1)
         self.app.close()

@@ -252,7 +252,12 @@ class TaskHost:
             "state": member.state.value,
             "active": {str(t): r.core.phase.value for t, r in sorted(self._view.items())},
             "standby": sorted(str(t) for t in member.standby),
+            "standby_lag": self._state.call(self._standby_lags, timeout_s=10),
         }
+
+    def _standby_lags(self) -> dict[str, int]:
+        """State thread: each standby's offsets behind its changelogs' ends."""
+        return {str(t): s.lag() for t, s in sorted(self._standbys.items())}
 
     # -- reporting ---------------------------------------------------------------------------
     def _report_loop(self) -> None:

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     host.start()
     if config.get("ready_file"):
         ready = {"pid": os.getpid(), "endpoint": host.endpoint, "process_id": str(host.directory.process_id),
-                 "watch_pid": watched}
+                 "watch_pid": watched, "coordinator": config["coordinator"]}
         atomic_write_bytes(Path(config["ready_file"]), json.dumps(ready).encode())
     code = 0
     while not stop.wait(0.5):

@@ -1,4 +1,4 @@
-"""A Python streaming data source with admission control runs real micro-batches in local[2] and in
+"""PySpark alone, no streams_rt: a Python streaming data source with admission control runs real micro-batches in local[2] and in
 local-cluster[2,1,1024] (separate executor JVMs and Python workers)."""
 
 from __future__ import annotations
