@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from streams_rt.assignment import AssignmentConfigs, RebalanceProtocol
+from streams_rt.assignment import AssignmentConfigs
 from streams_rt.config import StreamsConfig, resolve
 from streams_rt.config.registry import (
     APPLICATION_ID,
@@ -32,7 +32,7 @@ from streams_rt.coordinator.state_store import CoordinatorSnapshot, StateStore
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.coordinator.user_data import UserDataCodec
 from streams_rt.coordinator.task_reports import TaskReports
-from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.protocol import RebalanceProtocol, TaskId, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class Coordinator:
             assigner=planner,
             decode_subscription=planner.decode_subscription,
             describe=self.describe,
-            set_protocol=lambda name: self.set_protocol(name or None, "operator set_protocol action"),
+            set_protocol=lambda protocol: self.set_protocol(protocol, "operator set_protocol action"),
             request_shutdown=self.request_shutdown,
             save=self._save if store is not None else None,
             task_reports=TaskReports(task_inputs or {}),
@@ -151,7 +151,7 @@ class Coordinator:
             members = {
                 mid: {
                     "instance_id": m.instance_id,
-                    "protocol": m.protocol,
+                    "protocol": m.protocol.name,
                     "capacity": m.capacity,
                     "generation": m.assignment.generation if m.assignment else -1,
                     **(m.assignment.summary() if m.assignment else {}),
@@ -162,7 +162,7 @@ class Coordinator:
             return {
                 "state": self.group.state.value,
                 "generation": self.group.generation,
-                "protocol": self.group.protocol,
+                "protocol": self.group.protocol.name if self.group.protocol is not None else "",
                 "pending_deliveries": self.group.pending_deliveries,
                 "saving": self.group.saving,
                 "protocol_policy": policy.describe() if isinstance(policy, ProtocolPolicy) else {},
@@ -178,15 +178,14 @@ class Coordinator:
         """Start a round now (an operator action, or the set of tasks changed)."""
         self._server.request_rebalance(reason)
 
-    def set_protocol(self, protocol: RebalanceProtocol | str | None, reason: str = "operator toggle") -> None:
+    def set_protocol(self, protocol: RebalanceProtocol | None, reason: str = "operator toggle") -> None:
         """KIP-125's dynamic toggle: run the group EAGER or COOPERATIVE (None: automatic) from a
         round that starts now. Members told EAGER revoke everything before their next join."""
         policy = getattr(self._planner, "policy", None)
         if not isinstance(policy, ProtocolPolicy):
             raise GroupErrorException(GroupError.INVALID_REQUEST, "this coordinator's planner has no protocol toggle")
-        chosen = RebalanceProtocol[protocol] if isinstance(protocol, str) else protocol
-        self._server.request_rebalance(f"{reason}: protocol {protocol or 'automatic'}",
-                                       lambda: policy.set_override(chosen))
+        self._server.request_rebalance(f"{reason}: protocol {protocol.name if protocol else 'automatic'}",
+                                       lambda: policy.set_override(protocol))
 
     def request_shutdown(self, reason: str = "operator request") -> None:
         """KIP-725: shut the whole application down. A round starts now and tells every member

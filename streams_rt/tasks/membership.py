@@ -489,7 +489,7 @@ class Membership:
             rejoin = True
         self.active, self.standby = got.active, got.standby
         self.assignment_version = got.version
-        round_protocol = RebalanceProtocol[sync.protocol]  # checked against PROTOCOLS on decode
+        round_protocol = sync.rebalance_protocol
         if round_protocol is not self.round_protocol:
             log.info("member %s: the group now runs %s", self.member_id, round_protocol.name)
             self.round_protocol = round_protocol

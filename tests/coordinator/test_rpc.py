@@ -26,8 +26,11 @@ from streams_rt.rpc.messages import (
     SyncResponse,
 )
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
+from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
 from tests.coordinator.harness import TEST_SETTINGS, authenticated
+
+COOPERATIVE = RebalanceProtocol.COOPERATIVE
 
 
 class EchoPlanner:
@@ -40,8 +43,8 @@ class EchoPlanner:
 
     def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
         return RoundOutcome(
-            {mid: MemberAssignment(generation, "COOPERATIVE", m.subscription) for mid, m in members.items()},
-            "COOPERATIVE",
+            {mid: MemberAssignment(generation, COOPERATIVE, m.subscription) for mid, m in members.items()},
+            COOPERATIVE,
         )
 
 
