@@ -4,7 +4,7 @@ against it and returns a typed, immutable `StreamsConfig`. A leaf: it imports on
 the `upgrade.from` releases), and every other part may import it."""
 
 from streams_rt.config.errors import ConfigError, ConfigErrors
-from streams_rt.config.keys import REQUIRED, Computed, ConfigKey, ConfigPrefix, Group, LessThan, Origin
+from streams_rt.config.keys import REQUIRED, Computed, ConfigKey, ConfigPrefix, Group, LessThan, Origin, SetTogether
 from streams_rt.config.registry import KEYS, PREFIXES, RULES
 from streams_rt.config.resolve import KafkaClient, StreamsConfig, resolve
 
@@ -22,6 +22,7 @@ __all__ = [
     "KafkaClient",
     "LessThan",
     "Origin",
+    "SetTogether",
     "StreamsConfig",
     "resolve",
 ]

@@ -1,5 +1,5 @@
 """What the registry says about one key (`ConfigKey`), one family of keys sharing a prefix
-(`ConfigPrefix`), and a rule between two keys (`LessThan`)."""
+(`ConfigPrefix`), and a rule between two keys (`LessThan`, `SetTogether`)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class Computed(Generic[T]):
 class ConfigKey(Generic[T]):
     """One configuration key.
 
-    read_by: the code that reads it today ("StateConfig.from_properties", "MemberConfig.upgrade_from");
+    read_by: the code that reads it today ("StateConfig.from_config", "start_coordinator");
         empty for a key registered for work not built yet.
     differs_from_kafka: one line on how our default or validation departs from Kafka's, or None."""
 
@@ -119,15 +119,54 @@ class ConfigPrefix:
 
 @dataclass(frozen=True)
 class LessThan:
-    """`key` must be lower than `bound` (both integers), e.g. heartbeat.interval.ms < session.timeout.ms."""
+    """`key` must be lower than `bound` (both integers), e.g. heartbeat.interval.ms < session.timeout.ms;
+    with `or_equal`, at most `bound`."""
 
     key: str
     bound: str
+    or_equal: bool = False
+
+    @property
+    def keys(self) -> tuple[str, str]:
+        return self.key, self.bound
 
     def problem(self, values: Mapping[str, object]) -> str | None:
         """The one-line reason `values` break this rule, or None."""
         low, high = values[self.key], values[self.bound]
         assert isinstance(low, int) and isinstance(high, int), (self.key, low, self.bound, high)
-        if low < high:
+        if low < high or (self.or_equal and low == high):
             return None
+        if self.or_equal:
+            return f"{self.key} must be at most {self.bound}, got {low} > {high}"
         return f"{self.key} must be lower than {self.bound}, got {low} >= {high}"
+
+    def describe_for(self, name: str) -> str | None:
+        """The rule in the docs' "valid values" of key `name` (it is shown on `key` only)."""
+        return f"{'<=' if self.or_equal else '<'} `{self.bound}`" if name == self.key else None
+
+
+@dataclass(frozen=True)
+class SetTogether:
+    """`key` and `other` are set together or not at all (a certificate chain and its private key)."""
+
+    key: str
+    other: str
+
+    @property
+    def keys(self) -> tuple[str, str]:
+        return self.key, self.other
+
+    def problem(self, values: Mapping[str, object]) -> str | None:
+        """The one-line reason `values` break this rule, or None."""
+        if (values[self.key] is None) == (values[self.other] is None):
+            return None
+        given, missing = (self.key, self.other) if values[self.key] is not None else (self.other, self.key)
+        return f"{given} is set without {missing}: set both or neither"
+
+    def describe_for(self, name: str) -> str | None:
+        """The rule in the docs' "valid values" of key `name` (shown on both)."""
+        partner = {self.key: self.other, self.other: self.key}.get(name)
+        return f"set together with `{partner}`" if partner is not None else None
+
+
+Rule = LessThan | SetTogether

@@ -23,6 +23,12 @@ says whose name it is; **streams_rt** marks keys of our own). `streams_rt.config
 whole set of properties at once and returns an immutable `StreamsConfig`: `config.get("num.standby.replicas")`
 is the parsed value (the default when not given), `config.originals` what was passed.
 
+Each part takes its settings from a resolved `StreamsConfig` (`StateConfig.from_config(config)`,
+`ControlPlaneSettings.from_config(config)`, `MemberConfig.from_config(config, coordinator_address)`, ...),
+so a key is parsed and checked in the registry alone. Their `from_properties(props)`, `start_coordinator(props)`
+and the task host resolve the whole application's properties first: every part takes the same set and
+refuses the same bad or unknown key with the same error.
+
 - Values may be strings (Spark options and command-line flags are) or Python values: `"2"` and `2` are the
   same; surrounding spaces are ignored; lists are comma-separated strings or sequences; durations are
   milliseconds (a Python `timedelta` works too).
@@ -34,7 +40,7 @@ is the parsed value (the default when not given), `config.originals` what was pa
   prefix listed in [Prefixes](#prefixes) are the exception: they go to the Kafka clients or to Spark unchecked,
   as Kafka Streams passes `consumer.`, `producer.` and `admin.` settings on.
 - *read by* names the code that reads a key today; "not yet" marks a key registered for work that is
-  coming (the task host, the Spark source, interactive queries), so its name and default are settled first.
+  coming (the Spark runtime, interactive queries), so its name and default are settled first.
 """
 
 _GROUP_INTROS: dict[Group, str] = {
@@ -43,15 +49,21 @@ _GROUP_INTROS: dict[Group, str] = {
     Group.PROCESSING: "How records are processed and committed.",
     Group.ASSIGNMENT: "`streams_rt.assignment.AssignmentConfigs` (see `assignment.md`), read on the driver.",
     Group.MEMBERSHIP: (
-        "The group member on each task host, `streams_rt.tasks.membership.MemberConfig` (see `coordinator.md`). "
-        "`MemberConfig` has no properties reader yet: each field is named after its key (`session_timeout_ms` "
-        "for `session.timeout.ms`). Its other fields are not properties: `coordinator_address` is the driver "
-        "coordinator's Flight address, and `protocol` and `subscription_version` are overrides the tests use "
-        "instead of deriving them from `upgrade.from`."
+        "The group member on each task host, `streams_rt.tasks.membership.MemberConfig` (see `coordinator.md`), "
+        "read by `MemberConfig.from_config(config, coordinator_address)`: each field is named after its key "
+        "(`session_timeout_ms` for `session.timeout.ms`). Its other fields are not properties: "
+        "`coordinator_address` is the driver coordinator's Flight address, and `protocol` and "
+        "`subscription_version` are overrides the tests use instead of deriving them from `upgrade.from`."
     ),
-    Group.COORDINATOR: "The driver side: `start_coordinator(props, ...)` and `CoordinatorConfig` (see `coordinator.md`).",
+    Group.COORDINATOR: (
+        "The driver side: `start_coordinator(props, ...)`, `CoordinatorConfig`, and the bounds every join and "
+        "request is held to, `ControlPlaneSettings` (see `coordinator.md`)."
+    ),
     Group.SPARK_SOURCE: "The Spark source and the task hosts it starts.",
-    Group.SECURITY: "How the Kafka clients authenticate and encrypt.",
+    Group.SECURITY: (
+        "How the Kafka clients authenticate and encrypt, and streams_rt's own control plane (`rpc.*`: the "
+        "coordinator, and the task hosts' batch endpoints, which take the driver's secret)."
+    ),
     Group.CLIENTS: "Settings for the Kafka clients streams_rt creates, by kind of client.",
 }
 
@@ -93,7 +105,7 @@ def _default(key: ConfigKey[Any]) -> str:
 
 
 def _valid(key: ConfigKey[Any]) -> str:
-    rules = [f"< `{rule.bound}`" for rule in RULES if rule.key == key.name]
+    rules = [rule.describe_for(key.name) for rule in RULES]
     return "; ".join(part for part in [key.type.describe(), *rules] if part)
 
 

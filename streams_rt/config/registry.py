@@ -2,8 +2,9 @@
 concept, with Kafka's default and validation unless `differs_from_kafka` says why not.
 
 `read_by` names the code that reads a key today; a key with none is registered for work that is
-coming (the task host, the Spark source, interactive queries) so that its name and default are fixed
-before that code is written."""
+coming (the Spark runtime, interactive queries) so that its name and default are fixed before that
+code is written. Readers take a resolved `StreamsConfig` and read keys through the constants below
+(`config.get(STATE_DIR)`), so each key is parsed and checked here alone."""
 
 from __future__ import annotations
 
@@ -11,8 +12,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from streams_rt.config.keys import REQUIRED, Computed, ConfigKey, ConfigPrefix, Group, LessThan, Origin
+from streams_rt.config.keys import (
+    REQUIRED,
+    Computed,
+    ConfigKey,
+    ConfigPrefix,
+    Group,
+    LessThan,
+    Origin,
+    Rule,
+    SetTogether,
+)
 from streams_rt.config.values import (
+    Boolean,
     Choice,
     Duration,
     FilePath,
@@ -25,11 +37,15 @@ from streams_rt.config.values import (
 )
 from streams_rt.protocol import ACCEPTED_UPGRADE_FROM
 
-STATE_CONFIG = "StateConfig.from_properties"
+# The readers: each turns a resolved StreamsConfig into the typed settings of one part.
+STATE_CONFIG = "StateConfig.from_config"
 ASSIGNMENT_CONFIGS = "AssignmentConfigs.from_properties"
-COORDINATOR_CONFIG = "CoordinatorConfig.from_properties"
+COORDINATOR_CONFIG = "CoordinatorConfig.from_config"
 START_COORDINATOR = "start_coordinator"
-MEMBER_CONFIG = "MemberConfig"
+CONTROL_PLANE = "ControlPlaneSettings.from_config"
+MEMBER_CONFIG = "MemberConfig.from_config"
+HOST_PROCESSING = "HostSettings.processing"
+SPARK_SOURCE_OPTIONS = "SourceOptions.parse"
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
@@ -47,13 +63,13 @@ def default_state_dir() -> Path:
 APPLICATION_ID = ConfigKey(
     "application.id", Text(r"[^/]+", "a non-empty name without '/'"), REQUIRED, _A,
     "names the group, the state directory and the internal topics",
-    read_by=(STATE_CONFIG, COORDINATOR_CONFIG, f"{MEMBER_CONFIG}.application_id"),
+    read_by=(STATE_CONFIG, COORDINATOR_CONFIG, MEMBER_CONFIG, HOST_PROCESSING, SPARK_SOURCE_OPTIONS),
     differs_from_kafka="refuses '/' (it names a directory); Kafka does not check it",
 )
 BOOTSTRAP_SERVERS = ConfigKey(
     "bootstrap.servers", ListOf(HostPort(), min_items=1), REQUIRED, _A,
     "the Kafka cluster: comma-separated host:port pairs",
-    read_by=(STATE_CONFIG,),
+    read_by=(STATE_CONFIG, SPARK_SOURCE_OPTIONS),
     differs_from_kafka="addresses are checked when the config is read; Kafka checks them when a client starts",
 )
 APPLICATION_SERVER = ConfigKey(
@@ -91,29 +107,30 @@ REPLICATION_FACTOR = ConfigKey(
 STATESTORE_CACHE_MAX_BYTES = ConfigKey(
     "statestore.cache.max.bytes", Integer(0, bits=64), 10_485_760, _S,
     "bytes of record cache shared by all the stores of one task host",
+    read_by=(HOST_PROCESSING,),
 )
 ROCKSDB_BLOCK_CACHE_BYTES = ConfigKey(
     "rocksdb.block.cache.bytes", Integer(0, bits=64), 16 << 20, _S,
     "block cache of each RocksDB store (Kafka Streams fixes 50 MB and leaves changes to `rocksdb.config.setter`)",
-    origin=Origin.OURS,
+    origin=Origin.OURS, read_by=(STATE_CONFIG,),
 )
 ROCKSDB_WRITE_BUFFER_BYTES = ConfigKey(
     "rocksdb.write.buffer.bytes", Integer(64 << 10, 64 << 30, bits=64), 16 << 20, _S,
     "size of one RocksDB memtable (the bounds are RocksDB's, which it would otherwise clip to silently)",
-    origin=Origin.OURS,
+    origin=Origin.OURS, read_by=(STATE_CONFIG,),
 )
 ROCKSDB_MAX_WRITE_BUFFERS = ConfigKey(
     "rocksdb.max.write.buffers", Integer(2), 3, _S,
     "memtables a store holds at once (RocksDB's minimum is 2): a store uses about block cache + this x write "
     "buffer bytes",
-    origin=Origin.OURS,
+    origin=Origin.OURS, read_by=(STATE_CONFIG,),
 )
 
 # ---- processing ---------------------------------------------------------------------------------
 PROCESSING_GUARANTEE = ConfigKey(
     "processing.guarantee", Choice((AT_LEAST_ONCE, EXACTLY_ONCE_V2)), AT_LEAST_ONCE, _P,
     "`exactly_once_v2`: transactional changelog writes and read_committed restore",
-    read_by=(STATE_CONFIG,),
+    read_by=(STATE_CONFIG, HOST_PROCESSING),
 )
 COMMIT_INTERVAL_MS = ConfigKey(
     "commit.interval.ms", Duration(0), 30_000, _P,
@@ -124,7 +141,7 @@ COMMIT_INTERVAL_MS = ConfigKey(
 DESERIALIZATION_EXCEPTION_HANDLER = ConfigKey(
     "deserialization.exception.handler", Choice(("fail", "log_and_continue")), "fail", _P,
     "a record that cannot be deserialized fails its task, or is logged (topic, partition, offset) and skipped",
-    deprecated_names=("default.deserialization.exception.handler",),
+    read_by=(HOST_PROCESSING,), deprecated_names=("default.deserialization.exception.handler",),
     differs_from_kafka="takes `fail` or `log_and_continue` where Kafka takes a handler class (default "
     "LogAndFailExceptionHandler; LogAndContinueExceptionHandler skips)",
 )
@@ -164,36 +181,36 @@ GROUP_INSTANCE_ID = ConfigKey(
     "group.instance.id",
     Nullable(Text(r"[A-Za-z0-9._-]+", "ASCII letters, digits, '.', '_' and '-'", max_length=249)), None, _M,
     "static membership: a host that rejoins within the session timeout keeps its tasks without a rebalance",
-    origin=Origin.CONSUMER, read_by=(f"{MEMBER_CONFIG}.group_instance_id",),
+    origin=Origin.CONSUMER, read_by=(MEMBER_CONFIG,),
     differs_from_kafka="the characters are checked when the config is read; Kafka checks them when the consumer starts",
 )
 SESSION_TIMEOUT_MS = ConfigKey(
     "session.timeout.ms", Duration(1, bits=32), 45_000, _M,
     "a host silent this long leaves the group",
-    origin=Origin.CONSUMER, read_by=(f"{MEMBER_CONFIG}.session_timeout_ms",),
+    origin=Origin.CONSUMER, read_by=(MEMBER_CONFIG,),
     differs_from_kafka="must be >= 1; Kafka leaves the bounds to the broker",
 )
 HEARTBEAT_INTERVAL_MS = ConfigKey(
     "heartbeat.interval.ms", Duration(1, bits=32), 3_000, _M,
     "heartbeat period; rebalances are announced on the heartbeat",
-    origin=Origin.CONSUMER, read_by=(f"{MEMBER_CONFIG}.heartbeat_interval_ms",),
+    origin=Origin.CONSUMER, read_by=(MEMBER_CONFIG,),
     differs_from_kafka="must be >= 1; Kafka checks only that it is below the session timeout, when the consumer starts",
 )
 MAX_POLL_INTERVAL_MS = ConfigKey(
     "max.poll.interval.ms", Duration(1, bits=32), 300_000, _M,
     "the rebalance timeout: members that do not rejoin in time are removed",
-    origin=Origin.CONSUMER, read_by=(f"{MEMBER_CONFIG}.max_poll_interval_ms",),
+    origin=Origin.CONSUMER, read_by=(MEMBER_CONFIG,),
 )
 NUM_STREAM_THREADS = ConfigKey(
     "num.stream.threads", Integer(1), 1, _M,
     "the host's capacity, which the assignor balances by",
-    read_by=(f"{MEMBER_CONFIG}.num_stream_threads",),
+    read_by=(MEMBER_CONFIG,),
     differs_from_kafka="must be >= 1; Kafka allows 0 for an instance that only runs global tables",
 )
 UPGRADE_FROM = ConfigKey(
     "upgrade.from", Nullable(Choice(ACCEPTED_UPGRADE_FROM)), None, _M,
     "the release a rolling upgrade starts from: keep its metadata version (and EAGER) until the second bounce",
-    read_by=(START_COORDINATOR, f"{MEMBER_CONFIG}.upgrade_from"),
+    read_by=(START_COORDINATOR, MEMBER_CONFIG),
     differs_from_kafka="the releases streams_rt's protocol knows; Kafka 4.1 also accepts 4.0",
 )
 
@@ -222,12 +239,46 @@ SCHEDULED_REBALANCE_MAX_DELAY_MS = ConfigKey(
     differs_from_kafka="Kafka Connect's default is 300000; ours is 0 (off)",
 )
 
+GROUP_MIN_SESSION_TIMEOUT_MS = ConfigKey(
+    "group.min.session.timeout.ms", Duration(1, bits=32), 6_000, _C,
+    "a join with a shorter `session.timeout.ms` is refused",
+    origin=Origin.BROKER, read_by=(CONTROL_PLANE,),
+    differs_from_kafka="must be >= 1 and at most group.max.session.timeout.ms; the broker's config does not check",
+)
+GROUP_MAX_SESSION_TIMEOUT_MS = ConfigKey(
+    "group.max.session.timeout.ms", Duration(1, bits=32), 1_800_000, _C,
+    "a join with a longer `session.timeout.ms` is refused",
+    origin=Origin.BROKER, read_by=(CONTROL_PLANE,),
+    differs_from_kafka="must be >= 1; the broker's config does not check",
+)
+GROUP_MAX_REBALANCE_TIMEOUT_MS = ConfigKey(
+    "group.max.rebalance.timeout.ms", Duration(1, bits=32), 1_800_000, _C,
+    "a join with a longer `max.poll.interval.ms` (its rebalance timeout) is refused",
+    origin=Origin.OURS, read_by=(CONTROL_PLANE,),
+)
+RPC_REQUEST_MAX_BYTES = ConfigKey(
+    "rpc.request.max.bytes", Integer(1), 4 << 20, _C,
+    "a larger request body to the coordinator is refused unread",
+    origin=Origin.OURS, read_by=(CONTROL_PLANE,),
+)
+GROUP_MAX_SUBSCRIPTION_BYTES = ConfigKey(
+    "group.max.subscription.bytes", Integer(1), 1 << 20, _C,
+    "a join whose SubscriptionInfo is larger is refused",
+    origin=Origin.OURS, read_by=(CONTROL_PLANE,),
+)
+
 # ---- the Spark source ---------------------------------------------------------------------------
 MAX_RECORDS_PER_TASK_PER_BATCH = ConfigKey(
     "max.records.per.task.per.batch", Integer(1, bits=64), 100_000, Group.SPARK_SOURCE,
     "most input records one task reads in one micro-batch (Spark's read limit); large enough to amortise a "
     "micro-batch's fixed cost, small enough that a batch after downtime stays seconds long",
-    origin=Origin.OURS,
+    origin=Origin.OURS, read_by=(SPARK_SOURCE_OPTIONS,),
+)
+BATCH_RETRY_TIMEOUT_MS = ConfigKey(
+    "batch.retry.timeout.ms", Duration(0), 180_000, Group.SPARK_SOURCE,
+    "how long the Spark source retries a task's batch (a host restoring or moving) and waits for the hosts when "
+    "a query starts, before it fails",
+    origin=Origin.OURS, read_by=(SPARK_SOURCE_OPTIONS,),
 )
 LOCAL_TASK_HOSTS = ConfigKey(
     "local.task.hosts", Integer(1), 2, Group.SPARK_SOURCE,
@@ -242,6 +293,32 @@ SECURITY_PROTOCOL = ConfigKey(
     Group.SECURITY, "how every Kafka client talks to the brokers",
 )
 
+RPC_AUTHENTICATE = ConfigKey(
+    "rpc.authenticate", Boolean(), True, Group.SECURITY,
+    "a secret made per application run guards every call to the coordinator and to the task hosts' batch endpoints",
+    origin=Origin.OURS, read_by=(CONTROL_PLANE,),
+)
+RPC_SSL_ENABLED = ConfigKey(
+    "rpc.ssl.enabled", Boolean(), False, Group.SECURITY,
+    "the coordinator speaks TLS only (`grpc+tls://`); its clients expect it",
+    origin=Origin.OURS, read_by=(CONTROL_PLANE,),
+)
+RPC_SSL_CERTIFICATE_CHAIN_LOCATION = ConfigKey(
+    "rpc.ssl.certificate.chain.location", Nullable(FilePath(), blank_is_unset=True), None, Group.SECURITY,
+    "the coordinator's certificate chain (PEM file)",
+    origin=Origin.OURS, read_by=(CONTROL_PLANE,),
+)
+RPC_SSL_PRIVATE_KEY_LOCATION = ConfigKey(
+    "rpc.ssl.private.key.location", Nullable(FilePath(), blank_is_unset=True), None, Group.SECURITY,
+    "the coordinator's private key (PEM file)",
+    origin=Origin.OURS, read_by=(CONTROL_PLANE,),
+)
+RPC_SSL_TRUSTSTORE_LOCATION = ConfigKey(
+    "rpc.ssl.truststore.location", Nullable(FilePath(), blank_is_unset=True), None, Group.SECURITY,
+    "the certificates (PEM file) a client trusts for a TLS coordinator; unset: the system's roots",
+    origin=Origin.OURS, read_by=(CONTROL_PLANE,),
+)
+
 KEYS: tuple[ConfigKey[Any], ...] = (
     APPLICATION_ID, BOOTSTRAP_SERVERS, APPLICATION_SERVER,
     STATE_DIR, STATE_CLEANUP_DELAY_MS, ROCKSDB_CONFIG_SETTER, REPLICATION_FACTOR, STATESTORE_CACHE_MAX_BYTES,
@@ -252,8 +329,11 @@ KEYS: tuple[ConfigKey[Any], ...] = (
     GROUP_INSTANCE_ID, SESSION_TIMEOUT_MS, HEARTBEAT_INTERVAL_MS, MAX_POLL_INTERVAL_MS, NUM_STREAM_THREADS,
     UPGRADE_FROM,
     COORDINATOR_HOST, COORDINATOR_PORT, GROUP_INITIAL_REBALANCE_DELAY_MS, SCHEDULED_REBALANCE_MAX_DELAY_MS,
-    MAX_RECORDS_PER_TASK_PER_BATCH, LOCAL_TASK_HOSTS,
-    SECURITY_PROTOCOL,
+    GROUP_MIN_SESSION_TIMEOUT_MS, GROUP_MAX_SESSION_TIMEOUT_MS, GROUP_MAX_REBALANCE_TIMEOUT_MS, RPC_REQUEST_MAX_BYTES,
+    GROUP_MAX_SUBSCRIPTION_BYTES,
+    MAX_RECORDS_PER_TASK_PER_BATCH, BATCH_RETRY_TIMEOUT_MS, LOCAL_TASK_HOSTS,
+    SECURITY_PROTOCOL, RPC_AUTHENTICATE, RPC_SSL_ENABLED, RPC_SSL_CERTIFICATE_CHAIN_LOCATION,
+    RPC_SSL_PRIVATE_KEY_LOCATION, RPC_SSL_TRUSTSTORE_LOCATION,
 )
 
 CLIENT_TAG_PREFIX = ConfigPrefix(
@@ -275,7 +355,11 @@ PREFIXES: tuple[ConfigPrefix, ...] = (
     ConfigPrefix("spark.", Group.SPARK_SOURCE, "Spark's own settings: left to Spark, not checked here", origin=Origin.SPARK),
 )
 
-RULES: tuple[LessThan, ...] = (LessThan(HEARTBEAT_INTERVAL_MS.name, SESSION_TIMEOUT_MS.name),)
+RULES: tuple[Rule, ...] = (
+    LessThan(HEARTBEAT_INTERVAL_MS.name, SESSION_TIMEOUT_MS.name),
+    LessThan(GROUP_MIN_SESSION_TIMEOUT_MS.name, GROUP_MAX_SESSION_TIMEOUT_MS.name, or_equal=True),
+    SetTogether(RPC_SSL_CERTIFICATE_CHAIN_LOCATION.name, RPC_SSL_PRIVATE_KEY_LOCATION.name),
+)
 
 BY_NAME: dict[str, ConfigKey[Any]] = {key.name: key for key in KEYS}
 BY_DEPRECATED_NAME: dict[str, ConfigKey[Any]] = {old: key for key in KEYS for old in key.deprecated_names}

@@ -181,7 +181,7 @@ def _with_prefix_fixed(name: str, prefix: str) -> str:
 def _broken_rules(values: Mapping[str, object]) -> list[ConfigError]:
     found = []
     for rule in RULES:
-        if rule.key in values and rule.bound in values and (reason := rule.problem(values)) is not None:
+        if all(name in values for name in rule.keys) and (reason := rule.problem(values)) is not None:
             found.append(ConfigError(rule.key, values[rule.key], reason))
     return found
 

@@ -100,6 +100,26 @@ class Integer(ValueType[int]):
         return self._bounds_phrase().removeprefix("must be ")
 
 
+class Boolean(ValueType[bool]):
+    """Kafka's BOOLEAN: `true` or `false` in any case (a Python bool too); nothing else, not 0 or 1."""
+
+    name = "boolean"
+
+    def parse(self, raw: object) -> bool:
+        if isinstance(raw, bool):
+            return raw
+        value = _text(raw, "true or false").lower()
+        if value not in ("true", "false"):
+            raise Invalid("must be true or false", raw)
+        return value == "true"
+
+    def describe(self) -> str:
+        return "`true`, `false`"
+
+    def render(self, value: bool) -> str:
+        return "true" if value else "false"
+
+
 class Duration(Integer):
     """Milliseconds, as Kafka's `*.ms` settings (INT or LONG); a Python caller may also pass a
     `datetime.timedelta`."""

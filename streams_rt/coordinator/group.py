@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from streams_rt.assignment import ClientAssignment
 from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
-from streams_rt.protocol import AssignorError, TaskId
+from streams_rt.protocol import AssignorError, RebalanceProtocol, TaskId
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +49,11 @@ _REBALANCING = frozenset({GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_
 @dataclass(frozen=True)
 class MemberAssignment:
     """What one member receives for one generation. `tasks` says the same as `user_data`, decoded:
-    for describe, the saved record and version probing (which keeps everyone's tasks)."""
+    for describe, the saved record and version probing (which keeps everyone's tasks). `protocol`
+    is None only when the round failed (the member gets an error, never tasks)."""
 
     generation: int
-    protocol: str
+    protocol: RebalanceProtocol | None
     user_data: bytes
     assignor_error: int = 0
     message: str = ""
@@ -72,7 +73,7 @@ class MemberAssignment:
 class Member:
     member_id: str
     instance_id: str | None
-    protocol: str
+    protocol: RebalanceProtocol
     subscription: Any  # decoded SubscriptionInfo; opaque to the state machine
     session_timeout_ms: int
     rebalance_timeout_ms: int
@@ -109,7 +110,7 @@ class Member:
 @dataclass(frozen=True)
 class RoundOutcome:
     assignments: Mapping[str, MemberAssignment]
-    protocol: str
+    protocol: RebalanceProtocol | None  # None: the round failed
     # When the next round must start on its own: a follow-up (now) or a probing rebalance.
     next_rebalance_at_ms: int | None = None
     failed: bool = False  # the assignor failed: every member got ASSIGNMENT_ERROR
@@ -140,8 +141,8 @@ def run_round(assigner: RoundAssigner, pending: PendingRound) -> RoundOutcome:
     except Exception as e:
         log.exception("assignor failed for generation %d", pending.generation)
         why = f"the assignor failed for generation {pending.generation} ({type(e).__name__}); see the coordinator log"
-        failed = MemberAssignment(pending.generation, "", b"", AssignorError.ASSIGNMENT_ERROR, why)
-        return RoundOutcome({mid: failed for mid in pending.members}, "", failed=True)
+        failed = MemberAssignment(pending.generation, None, b"", AssignorError.ASSIGNMENT_ERROR, why)
+        return RoundOutcome({mid: failed for mid in pending.members}, None, failed=True)
 
 
 class GroupObserver(Protocol):
@@ -175,7 +176,8 @@ class Group:
         self.group_id = group_id
         self.state = GroupState.EMPTY
         self.generation = restored.generation if restored is not None else 0
-        self.protocol = restored.protocol if restored is not None else ""
+        # The protocol of the last round (None before the first).
+        self.protocol: RebalanceProtocol | None = restored.protocol if restored is not None else None
         self.members: dict[str, Member] = {}
         self._assigner = assigner
         self._observer = observer
@@ -272,8 +274,8 @@ class Group:
         self._transition(GroupState.STABLE)
         self._record_changed()
         log.info(
-            "group %s: generation %d formed with %d members (%s)",
-            self.group_id, self.generation, len(self.members), self.protocol,
+            "group %s: generation %d formed with %d members (%s)", self.group_id, self.generation,
+            len(self.members), self.protocol.name if self.protocol is not None else "no protocol",
         )
         return True
 
@@ -345,7 +347,7 @@ class Group:
         *,
         member_id: str,
         instance_id: str | None,
-        protocol: str,
+        protocol: RebalanceProtocol,
         subscription: Any,
         session_timeout_ms: int,
         rebalance_timeout_ms: int,

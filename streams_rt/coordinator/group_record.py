@@ -7,16 +7,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from streams_rt.protocol import RebalanceProtocol
+
 
 def _str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(t, str) for t in value)
+
+
+def _protocol_name(value: Any) -> bool:
+    return isinstance(value, str) and value in RebalanceProtocol.__members__
 
 
 @dataclass(frozen=True)
 class MemberRecord:
     member_id: str
     instance_id: str | None
-    protocol: str
+    protocol: RebalanceProtocol
     capacity: int
     session_timeout_ms: int
     rebalance_timeout_ms: int
@@ -26,8 +32,8 @@ class MemberRecord:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "id": self.member_id, "instance": self.instance_id, "protocol": self.protocol, "capacity": self.capacity,
-            "session_ms": self.session_timeout_ms, "rebalance_ms": self.rebalance_timeout_ms,
+            "id": self.member_id, "instance": self.instance_id, "protocol": self.protocol.name,
+            "capacity": self.capacity, "session_ms": self.session_timeout_ms, "rebalance_ms": self.rebalance_timeout_ms,
             "generation": self.generation, "active": list(self.active), "standby": list(self.standby),
         }
 
@@ -38,26 +44,27 @@ class MemberRecord:
         if (
             not isinstance(raw, dict)
             or not isinstance(raw.get("id"), str)
-            or not isinstance(raw.get("protocol"), str)
+            or not _protocol_name(raw.get("protocol"))
             or not (raw.get("instance") is None or isinstance(raw.get("instance"), str))
             or not all(isinstance(raw.get(k), int) for k in ints)
             or not all(_str_list(raw.get(k)) for k in ("active", "standby"))
         ):
             raise ValueError(f"not a member record: {str(raw)[:200]}")
         return cls(
-            raw["id"], raw["instance"], raw["protocol"], raw["capacity"], raw["session_ms"], raw["rebalance_ms"],
-            raw["generation"], tuple(raw["active"]), tuple(raw["standby"]),
+            raw["id"], raw["instance"], RebalanceProtocol[raw["protocol"]], raw["capacity"], raw["session_ms"],
+            raw["rebalance_ms"], raw["generation"], tuple(raw["active"]), tuple(raw["standby"]),
         )
 
 
 @dataclass(frozen=True)
 class GroupRecord:
     generation: int
-    protocol: str = ""
+    protocol: RebalanceProtocol | None = None  # of the last round; written as its name ("" for none)
     members: tuple[MemberRecord, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"generation": self.generation, "protocol": self.protocol, "members": [m.to_json() for m in self.members]}
+        protocol = self.protocol.name if self.protocol is not None else ""
+        return {"generation": self.generation, "protocol": protocol, "members": [m.to_json() for m in self.members]}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> GroupRecord:
@@ -65,9 +72,10 @@ class GroupRecord:
         or the protocol were kept read as having none."""
         if (
             not isinstance(raw.get("generation"), int)
-            or not isinstance(raw.get("protocol", ""), str)
+            or not (raw.get("protocol", "") == "" or _protocol_name(raw.get("protocol")))
             or not isinstance(raw.get("members", []), list)
         ):
             raise ValueError(f"not a group record: {str(raw)[:200]}")
         members = tuple(MemberRecord.from_json(m) for m in raw.get("members", []))
-        return cls(raw["generation"], raw.get("protocol", ""), members)
+        protocol = raw.get("protocol", "")
+        return cls(raw["generation"], RebalanceProtocol[protocol] if protocol else None, members)

@@ -29,7 +29,7 @@ class ProtocolPolicy:
         log.info("rebalance protocol toggled to %s", protocol.name if protocol else "automatic")
         self.override = protocol
 
-    def choose(self, member_protocols: Iterable[str]) -> RebalanceProtocol:
+    def choose(self, member_protocols: Iterable[RebalanceProtocol]) -> RebalanceProtocol:
         """The toggle wins, then upgrade.from; otherwise EAGER only when every member speaks only
         EAGER. A mixed group runs COOPERATIVE: the hand-off guard keeps it safe, since EAGER members
         revoke everything before they join and so claim nothing (KIP-429's second bounce)."""
@@ -37,8 +37,8 @@ class ProtocolPolicy:
             return self.override
         if self._upgrade_protocol is RebalanceProtocol.EAGER:
             return RebalanceProtocol.EAGER
-        names = list(member_protocols)
-        if names and all(n == RebalanceProtocol.EAGER.name for n in names):
+        protocols = list(member_protocols)
+        if protocols and all(p is RebalanceProtocol.EAGER for p in protocols):
             return RebalanceProtocol.EAGER
         return RebalanceProtocol.COOPERATIVE
 

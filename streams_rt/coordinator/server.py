@@ -48,6 +48,7 @@ from streams_rt.rpc.messages import (
     TaskStatusResponse,
 )
 from streams_rt.coordinator.task_reports import TaskReports
+from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.rpc.tasks import parse_reports
 from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity
@@ -69,7 +70,7 @@ class CoordinatorServer(SecureFlightServer):
         assigner: RoundAssigner,
         decode_subscription: Callable[[bytes], Any],
         describe: Callable[[], dict[str, Any]],
-        set_protocol: Callable[[str], None],
+        set_protocol: Callable[[RebalanceProtocol | None], None],
         request_shutdown: Callable[[str], None],
         save: Callable[[GroupRecord], None] | None = None,
         task_reports: TaskReports | None = None,
@@ -204,7 +205,7 @@ class CoordinatorServer(SecureFlightServer):
                 revoked_all=req.revoked_all,
                 member_id=req.member_id,
                 instance_id=req.group_instance_id,
-                protocol=req.protocol,
+                protocol=req.rebalance_protocol,
                 subscription=subscription,
                 session_timeout_ms=req.session_timeout_ms,
                 rebalance_timeout_ms=req.rebalance_timeout_ms,
@@ -235,7 +236,7 @@ class CoordinatorServer(SecureFlightServer):
         return SyncResponse(
             ready=True,
             generation=got.generation,
-            protocol=got.protocol,
+            protocol=got.protocol.name if got.protocol is not None else "",  # None: a failed round's error
             user_data=got.user_data,
             assignor_error=got.assignor_error,
             message=got.message,
@@ -268,7 +269,7 @@ class CoordinatorServer(SecureFlightServer):
         return DescribeResponse(**self._describe())
 
     def _set_protocol_action(self, req: SetProtocolRequest) -> SetProtocolResponse:
-        self._set_protocol(req.protocol)
+        self._set_protocol(req.rebalance_protocol)
         return SetProtocolResponse()
 
     def _request_shutdown_action(self, req: RequestShutdownRequest) -> RequestShutdownResponse:

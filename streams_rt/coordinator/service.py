@@ -10,7 +10,16 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from streams_rt.assignment import AssignmentConfigs, RebalanceProtocol
+from streams_rt.assignment import AssignmentConfigs
+from streams_rt.config import StreamsConfig, resolve
+from streams_rt.config.registry import (
+    APPLICATION_ID,
+    COORDINATOR_HOST,
+    COORDINATOR_PORT,
+    GROUP_INITIAL_REBALANCE_DELAY_MS,
+    SCHEDULED_REBALANCE_MAX_DELAY_MS,
+    UPGRADE_FROM,
+)
 from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.rpc.settings import ControlPlaneSettings
@@ -23,7 +32,7 @@ from streams_rt.coordinator.state_store import CoordinatorSnapshot, StateStore
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.coordinator.user_data import UserDataCodec
 from streams_rt.coordinator.task_reports import TaskReports
-from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.protocol import RebalanceProtocol, TaskId, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -33,21 +42,26 @@ class CoordinatorConfig:
     """application.id names the group; the coordinator binds loopback unless told otherwise."""
 
     application_id: str
-    bind_host: str = "127.0.0.1"  # coordinator.host
-    port: int = 0  # coordinator.port; 0 picks a free port
+    bind_host: str = COORDINATOR_HOST.default_value()  # coordinator.host
+    port: int = COORDINATOR_PORT.default_value()  # coordinator.port; 0 picks a free port
     tick_interval_ms: int = 50
     # group.initial.rebalance.delay.ms, applied to the first round after a restart (see Group). The
     # restored members already hold the round open until they rejoin, so 0 is safe.
-    initial_rebalance_delay_ms: int = 0
+    initial_rebalance_delay_ms: int = GROUP_INITIAL_REBALANCE_DELAY_MS.default_value()
+
+    @classmethod
+    def from_config(cls, config: StreamsConfig) -> CoordinatorConfig:
+        return cls(
+            application_id=config.get(APPLICATION_ID),
+            bind_host=config.get(COORDINATOR_HOST),
+            port=config.get(COORDINATOR_PORT),
+            initial_rebalance_delay_ms=config.get(GROUP_INITIAL_REBALANCE_DELAY_MS),
+        )
 
     @classmethod
     def from_properties(cls, props: Mapping[str, object]) -> CoordinatorConfig:
-        return cls(
-            application_id=str(props["application.id"]),
-            bind_host=str(props.get("coordinator.host", "127.0.0.1")),
-            port=int(props.get("coordinator.port", 0)),  # type: ignore[arg-type]
-            initial_rebalance_delay_ms=int(props.get("group.initial.rebalance.delay.ms", 0)),  # type: ignore[arg-type]
-        )
+        """`from_config(resolve(props))`: raises ConfigError (one line, naming the key) or ConfigErrors."""
+        return cls.from_config(resolve(props))
 
 
 class RoundPlanner(RoundAssigner, Protocol):
@@ -106,7 +120,7 @@ class Coordinator:
             assigner=planner,
             decode_subscription=planner.decode_subscription,
             describe=self.describe,
-            set_protocol=lambda name: self.set_protocol(name or None, "operator set_protocol action"),
+            set_protocol=lambda protocol: self.set_protocol(protocol, "operator set_protocol action"),
             request_shutdown=self.request_shutdown,
             save=self._save if store is not None else None,
             task_reports=TaskReports(task_inputs or {}),
@@ -137,7 +151,7 @@ class Coordinator:
             members = {
                 mid: {
                     "instance_id": m.instance_id,
-                    "protocol": m.protocol,
+                    "protocol": m.protocol.name,
                     "capacity": m.capacity,
                     "generation": m.assignment.generation if m.assignment else -1,
                     **(m.assignment.summary() if m.assignment else {}),
@@ -148,7 +162,7 @@ class Coordinator:
             return {
                 "state": self.group.state.value,
                 "generation": self.group.generation,
-                "protocol": self.group.protocol,
+                "protocol": self.group.protocol.name if self.group.protocol is not None else "",
                 "pending_deliveries": self.group.pending_deliveries,
                 "saving": self.group.saving,
                 "protocol_policy": policy.describe() if isinstance(policy, ProtocolPolicy) else {},
@@ -164,15 +178,14 @@ class Coordinator:
         """Start a round now (an operator action, or the set of tasks changed)."""
         self._server.request_rebalance(reason)
 
-    def set_protocol(self, protocol: RebalanceProtocol | str | None, reason: str = "operator toggle") -> None:
+    def set_protocol(self, protocol: RebalanceProtocol | None, reason: str = "operator toggle") -> None:
         """KIP-125's dynamic toggle: run the group EAGER or COOPERATIVE (None: automatic) from a
         round that starts now. Members told EAGER revoke everything before their next join."""
         policy = getattr(self._planner, "policy", None)
         if not isinstance(policy, ProtocolPolicy):
             raise GroupErrorException(GroupError.INVALID_REQUEST, "this coordinator's planner has no protocol toggle")
-        chosen = RebalanceProtocol[protocol] if isinstance(protocol, str) else protocol
-        self._server.request_rebalance(f"{reason}: protocol {protocol or 'automatic'}",
-                                       lambda: policy.set_override(chosen))
+        self._server.request_rebalance(f"{reason}: protocol {protocol.name if protocol else 'automatic'}",
+                                       lambda: policy.set_override(protocol))
 
     def request_shutdown(self, reason: str = "operator request") -> None:
         """KIP-725: shut the whole application down. A round starts now and tells every member
@@ -190,7 +203,7 @@ class Coordinator:
 
 
 def start_coordinator(
-    props: Mapping[str, object],
+    props: Mapping[str, object] | StreamsConfig,
     tasks: Collection[TaskId],
     *,
     source_topics: Mapping[int, Sequence[str]] | None = None,
@@ -198,26 +211,28 @@ def start_coordinator(
     store: StateStore | None = None,
     codec: UserDataCodec | None = None,
 ) -> Coordinator:
-    """A Streams coordinator from Kafka-style properties: application.id, coordinator.host/port,
+    """A Streams coordinator from the application's properties (resolved here, once, against the
+    registry; or an already resolved StreamsConfig): application.id, coordinator.host/port,
     group.initial.rebalance.delay.ms, scheduled.rebalance.max.delay.ms, upgrade.from, the
-    assignor's settings and ControlPlaneSettings' (bounds, rpc.authenticate, rpc.ssl.*). `codec`
+    assignor's settings and ControlPlaneSettings' (bounds, rpc.authenticate, rpc.ssl.*). Raises
+    ConfigError or ConfigErrors, naming every bad or unknown key, before anything starts. `codec`
     fixes the latest user data version (default: ours, 11). Hand `coordinator.secret.environment()`
     to the hosts you start."""
-    upgrade_from = props.get("upgrade.from")
+    config = props if isinstance(props, StreamsConfig) else resolve(props)
     planner = StreamsRoundPlanner(
         tasks,
-        configs=AssignmentConfigs.from_properties(props),
+        configs=AssignmentConfigs.from_properties(config.originals),
         changelog_end_offsets=changelog_end_offsets,
-        scheduled_rebalance_max_delay_ms=int(props.get("scheduled.rebalance.max.delay.ms", 0)),  # type: ignore[arg-type]
+        scheduled_rebalance_max_delay_ms=config.get(SCHEDULED_REBALANCE_MAX_DELAY_MS),
         source_topics=source_topics,
         codec=codec,
-        policy=ProtocolPolicy(str(upgrade_from) if upgrade_from else None),
+        policy=ProtocolPolicy(config.get(UPGRADE_FROM)),
     )
     inputs = {
         task: [TopicPartition(topic, task.partition) for topic in (source_topics or {}).get(task.subtopology, ())]
         for task in tasks
     }
     return Coordinator(
-        CoordinatorConfig.from_properties(props), planner, store=store,
-        settings=ControlPlaneSettings.from_properties(props), task_inputs=inputs,
+        CoordinatorConfig.from_config(config), planner, store=store,
+        settings=ControlPlaneSettings.from_config(config), task_inputs=inputs,
     )

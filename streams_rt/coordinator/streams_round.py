@@ -8,9 +8,8 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 
-from streams_rt.assignment import AssignmentConfigs, ClientAssignment, ClientState, RebalanceProtocol, assign
+from streams_rt.assignment import AssignmentConfigs, ClientAssignment, ClientState, assign
 from streams_rt.assignment.lag import is_caught_up
 from streams_rt.coordinator.assignment_content import SourceTopics, build_contents
 from streams_rt.coordinator.departures import DepartureTracker
@@ -25,39 +24,21 @@ from streams_rt.coordinator.user_data import (
     UserDataCodec,
     parse_endpoint,
 )
-from streams_rt.protocol import NO_NEXT_REBALANCE, AssignorError, HostInfo, TaskId
+from streams_rt.protocol import (
+    MIN_ERROR_CODE_VERSION,
+    NO_NEXT_REBALANCE,
+    AssignorError,
+    HostInfo,
+    RebalanceProtocol,
+    RoundVersions,
+    TaskId,
+)
 from streams_rt.protocol.errors import MalformedUserData
 
 log = logging.getLogger(__name__)
 
-# AssignmentInfo carries an error code (e.g. SHUTDOWN_REQUESTED) from this version on.
-MIN_ERROR_CODE_VERSION = 4
-
-
 def epoch_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True)
-class RoundVersions:
-    """Kafka's rule: answer at the lowest version anyone used; advertise the lowest latest version.
-    Both are capped at the coordinator's latest version and at upgrade.from's metadata version."""
-
-    used: int  # AssignmentInfo version sent to every member
-    commonly_supported: int
-    probing: bool  # someone subscribed above our latest version
-
-    @classmethod
-    def of(cls, subscriptions: Collection[DecodedSubscription], latest: int, cap: int | None = None) -> RoundVersions:
-        cap = latest if cap is None else min(cap, latest)
-        used = min(min(s.version, cap) for s in subscriptions)
-        # v1-2 subscriptions do not carry a latest supported version: it is the used one.
-        common = min(
-            min(s.latest_supported_version if s.latest_supported_version > 0 else s.version, cap)
-            for s in subscriptions
-        )
-        probing = any(s.version > latest for s in subscriptions)
-        return cls(used, common, probing)
 
 
 def _endpoint(s: DecodedSubscription) -> HostInfo | None:
@@ -218,7 +199,7 @@ class StreamsRoundPlanner:
             mid: self._encode(mid, generation, protocol, versions, contents[mid], a, unwritable.get(mid))
             for mid, a in safe.items()
         }
-        return RoundOutcome(assignments, protocol.name, next_at, commit=self._keeper(departures))
+        return RoundOutcome(assignments, protocol, next_at, commit=self._keeper(departures))
 
     def _encode(
         self, member_id: str, generation: int, protocol: RebalanceProtocol, versions: RoundVersions,
@@ -229,14 +210,14 @@ class StreamsRoundPlanner:
         if unwritable is None:
             try:
                 data = self.codec.encode_assignment(versions.used, versions.commonly_supported, content)
-                return MemberAssignment(generation, protocol.name, data, tasks=tasks)
+                return MemberAssignment(generation, protocol, data, tasks=tasks)
             except Exception as e:
                 log.exception("generation %d: cannot write member %s's assignment", generation, member_id)
                 unwritable = type(e).__name__
         else:
             log.error("generation %d: cannot write member %s's assignment: %s", generation, member_id, unwritable)
         why = f"the coordinator cannot write this member's assignment ({unwritable})"
-        return MemberAssignment(generation, protocol.name, b"", AssignorError.ASSIGNMENT_ERROR, why)
+        return MemberAssignment(generation, protocol, b"", AssignorError.ASSIGNMENT_ERROR, why)
 
     def _keeper(self, departures: DepartureTracker | None) -> Callable[[], None] | None:
         """Keeps what a round recorded about departures, once the group applies the round."""
@@ -262,8 +243,8 @@ class StreamsRoundPlanner:
         else:
             log.warning("generation %d: telling %d members that the application shuts down", generation, len(members))
         return RoundOutcome(
-            {mid: MemberAssignment(generation, protocol.name, user_data) for mid in members},
-            protocol.name,
+            {mid: MemberAssignment(generation, protocol, user_data) for mid in members},
+            protocol,
         )
 
     def _wire_time(self, at_ms: int | None, now_ms: int) -> int:

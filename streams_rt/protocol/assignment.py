@@ -18,8 +18,14 @@ from streams_rt.protocol.errors import MalformedUserData
 from streams_rt.protocol.javahash import put_order, topic_partition_hash
 from streams_rt.protocol.strings import encode_mutf8, java_string_hash
 from streams_rt.protocol.types import (
+    EARLIEST_PROBEABLE_VERSION,
     LATEST_SUPPORTED_VERSION,
+    MIN_ERROR_CODE_VERSION,
+    MIN_HOST_INFO_VERSION,
     MIN_NAMED_TOPOLOGY_VERSION,
+    MIN_NEXT_REBALANCE_VERSION,
+    MIN_STANDBY_PARTITIONS_BY_HOST_VERSION,
+    MIN_TOPIC_DICTIONARY_VERSION,
     UNKNOWN_VERSION,
     AssignorError,
     HostInfo,
@@ -93,41 +99,50 @@ class AssignmentInfo:
         # Iterables are fine here: __post_init__ turns every collection into tuples.
         return cls(
             version=version,
-            commonly_supported_version=commonly_supported_version if version >= 3 else UNKNOWN_VERSION,
+            commonly_supported_version=(
+                commonly_supported_version if version >= EARLIEST_PROBEABLE_VERSION else UNKNOWN_VERSION
+            ),
             active_tasks=active_tasks,  # type: ignore[arg-type]
             standby_tasks=standby_tasks,  # type: ignore[arg-type]
-            partitions_by_host=partitions_by_host if version >= 2 else _EMPTY,  # type: ignore[arg-type]
-            standby_partitions_by_host=standby_partitions_by_host if version >= 6 else _EMPTY,  # type: ignore[arg-type]
-            error_code=error_code if version >= 4 else AssignorError.NONE,
-            next_rebalance_ms=next_rebalance_ms if version >= 7 else NO_NEXT_REBALANCE,
+            partitions_by_host=(
+                partitions_by_host if version >= MIN_HOST_INFO_VERSION else _EMPTY  # type: ignore[arg-type]
+            ),
+            standby_partitions_by_host=(
+                standby_partitions_by_host  # type: ignore[arg-type]
+                if version >= MIN_STANDBY_PARTITIONS_BY_HOST_VERSION else _EMPTY
+            ),
+            error_code=error_code if version >= MIN_ERROR_CODE_VERSION else AssignorError.NONE,
+            next_rebalance_ms=next_rebalance_ms if version >= MIN_NEXT_REBALANCE_VERSION else NO_NEXT_REBALANCE,
         )
 
     def encode(self) -> bytes:
         """Kafka's bytes for this assignment, given the same iteration order of its collections."""
         v = self.version
         out = [I32.pack(v)]
-        if v >= 3:
+        if v >= EARLIEST_PROBEABLE_VERSION:
             out.append(I32.pack(self.commonly_supported_version))
         out.append(I32.pack(len(self.active_tasks)))
         out += [_task_bytes(t, v) for t in self.active_tasks]
         out.append(I32.pack(len(self.standby_tasks)))
         for task, partitions in self.standby_tasks.items():
             out += (_task_bytes(task, v), *_partitions_bytes(partitions))
-        if 2 <= v <= 4:
+        if MIN_HOST_INFO_VERSION <= v < MIN_TOPIC_DICTIONARY_VERSION:
             out.append(I32.pack(len(self.partitions_by_host)))
             for host, partitions in self.partitions_by_host.items():
                 out += (*_host_bytes(host), *_partitions_bytes(partitions))
-        elif v >= 5:
-            maps = [self.partitions_by_host] if v == 5 else [self.partitions_by_host, self.standby_partitions_by_host]
+        elif v >= MIN_TOPIC_DICTIONARY_VERSION:
+            maps = [self.partitions_by_host]
+            if v >= MIN_STANDBY_PARTITIONS_BY_HOST_VERSION:
+                maps.append(self.standby_partitions_by_host)
             index = _topic_dictionary(maps, out)
             for host_map in maps:
                 out.append(I32.pack(len(host_map)))
                 for host, partitions in host_map.items():
                     out += (*_host_bytes(host), I32.pack(len(partitions)))
                     out += [I32_PAIR.pack(index[tp.topic], tp.partition) for tp in partitions]
-        if v >= 4:
+        if v >= MIN_ERROR_CODE_VERSION:
             out.append(I32.pack(self.error_code))
-        if v >= 7:
+        if v >= MIN_NEXT_REBALANCE_VERSION:
             out.append(I64.pack(self.next_rebalance_ms))
         return b"".join(out)
 
@@ -169,14 +184,14 @@ def _validate(info: AssignmentInfo) -> None:
     v = info.version
     if not 1 <= v <= LATEST_SUPPORTED_VERSION:
         raise ValueError(f"assignment version {v} is not in [1, {LATEST_SUPPORTED_VERSION}]")
-    if v < 3 and info.commonly_supported_version != UNKNOWN_VERSION:
+    if v < EARLIEST_PROBEABLE_VERSION and info.commonly_supported_version != UNKNOWN_VERSION:
         raise ValueError(f"a v{v} assignment does not carry the commonly supported version; use -1")
     check_int(info.commonly_supported_version, INT32_MIN, INT32_MAX, "commonly supported version")
     for task in (*info.active_tasks, *info.standby_tasks):
         check_task(task, v)
-    if v < 2 and info.partitions_by_host:
-        raise ValueError("a v1 assignment does not carry partitions by host")
-    if v < 6 and info.standby_partitions_by_host:
+    if v < MIN_HOST_INFO_VERSION and info.partitions_by_host:
+        raise ValueError(f"a v{v} assignment does not carry partitions by host")
+    if v < MIN_STANDBY_PARTITIONS_BY_HOST_VERSION and info.standby_partitions_by_host:
         raise ValueError(f"a v{v} assignment does not carry standby partitions by host")
     host_maps = (("partitions", info.partitions_by_host), ("standby partitions", info.standby_partitions_by_host))
     for what, host_map in host_maps:
@@ -185,10 +200,10 @@ def _validate(info: AssignmentInfo) -> None:
             _check_partitions(partitions, f"{what} of host {host}")
     for task, partitions in info.standby_tasks.items():
         _check_partitions(partitions, f"partitions of standby task {task}")
-    if v < 4 and info.error_code != AssignorError.NONE:
+    if v < MIN_ERROR_CODE_VERSION and info.error_code != AssignorError.NONE:
         raise ValueError(f"a v{v} assignment does not carry an error code")
     check_int(info.next_rebalance_ms, INT64_MIN, INT64_MAX, "next rebalance time")
-    if v < 7 and info.next_rebalance_ms != NO_NEXT_REBALANCE:
+    if v < MIN_NEXT_REBALANCE_VERSION and info.next_rebalance_ms != NO_NEXT_REBALANCE:
         raise ValueError(f"a v{v} assignment does not carry a next rebalance time")
 
 
@@ -206,7 +221,7 @@ def decode_assignment(data: bytes) -> AssignmentInfo:
     if not 1 <= version <= LATEST_SUPPORTED_VERSION:
         raise r.error(f"unknown version {version} (this member supports 1-{LATEST_SUPPORTED_VERSION})", 0)
     r.version = version
-    commonly = r.i32("commonly supported version") if version >= 3 else UNKNOWN_VERSION
+    commonly = r.i32("commonly supported version") if version >= EARLIEST_PROBEABLE_VERSION else UNKNOWN_VERSION
     task_size = 12 if version >= MIN_NAMED_TOPOLOGY_VERSION else 8
     active = _read_active_tasks(r, r.count("active task", task_size))
     standby: dict[TaskId, Partitions] = {}
@@ -218,15 +233,15 @@ def decode_assignment(data: bytes) -> AssignmentInfo:
         standby[task] = _read_partitions(r, None)
     by_host: dict[HostInfo, Partitions] = {}
     standby_by_host: dict[HostInfo, Partitions] = {}
-    if 2 <= version <= 4:
+    if MIN_HOST_INFO_VERSION <= version < MIN_TOPIC_DICTIONARY_VERSION:
         by_host = _read_host_map(r, None)
-    elif version >= 5:
+    elif version >= MIN_TOPIC_DICTIONARY_VERSION:
         topics = _read_topic_dictionary(r)
         by_host = _read_host_map(r, topics)
-        if version >= 6:
+        if version >= MIN_STANDBY_PARTITIONS_BY_HOST_VERSION:
             standby_by_host = _read_host_map(r, topics)
-    error_code = r.error_code() if version >= 4 else AssignorError.NONE
-    next_rebalance = r.i64("next rebalance time") if version >= 7 else NO_NEXT_REBALANCE
+    error_code = r.error_code() if version >= MIN_ERROR_CODE_VERSION else AssignorError.NONE
+    next_rebalance = r.i64("next rebalance time") if version >= MIN_NEXT_REBALANCE_VERSION else NO_NEXT_REBALANCE
     r.end()
     return decoded(
         AssignmentInfo,

@@ -16,8 +16,14 @@ from types import MappingProxyType
 
 from streams_rt.protocol.javahash import compute_if_absent_order, put_order, task_id_hash
 from streams_rt.protocol.types import (
+    EARLIEST_PROBEABLE_VERSION,
     LATEST_SUPPORTED_VERSION,
+    MIN_CLIENT_TAGS_VERSION,
+    MIN_HOST_INFO_VERSION,
     MIN_NAMED_TOPOLOGY_VERSION,
+    MIN_OFFSET_SUM_VERSION,
+    MIN_SUBSCRIPTION_ERROR_CODE_VERSION,
+    MIN_UNIQUE_FIELD_VERSION,
     OFFSET_SUM_RUNNING_ACTIVE,
     OFFSET_SUM_UNKNOWN,
     UNKNOWN_VERSION,
@@ -37,7 +43,6 @@ from streams_rt.protocol.wire import (
     decoded,
 )
 
-MIN_OFFSET_SUM_VERSION = 7
 _MAX_NULLABLE_STRING = 0x7FFF
 _V10_HEAD = struct.Struct(">iiqh")  # subtopology, partition, offset sum, topology name length
 _PARTITION_SUM = struct.Struct(">iq")
@@ -99,13 +104,15 @@ class SubscriptionInfo:
             }
         return cls(
             version=version,
-            latest_supported_version=latest_supported_version if version >= 3 else UNKNOWN_VERSION,
+            latest_supported_version=(
+                latest_supported_version if version >= EARLIEST_PROBEABLE_VERSION else UNKNOWN_VERSION
+            ),
             process_id=process_id,
-            user_endpoint=user_endpoint if version >= 2 else None,
+            user_endpoint=user_endpoint if version >= MIN_HOST_INFO_VERSION else None,
             task_offset_sums=task_offset_sums,
-            unique_field=unique_field if version >= 8 else 0,
-            error_code=error_code if version >= 9 else AssignorError.NONE,
-            client_tags=client_tags if version >= 11 else {},
+            unique_field=unique_field if version >= MIN_UNIQUE_FIELD_VERSION else 0,
+            error_code=error_code if version >= MIN_SUBSCRIPTION_ERROR_CODE_VERSION else AssignorError.NONE,
+            client_tags=client_tags if version >= MIN_CLIENT_TAGS_VERSION else {},
         )
 
     @property
@@ -122,23 +129,23 @@ class SubscriptionInfo:
         """Kafka's bytes for this subscription, given the same iteration order of the offset-sum map."""
         v = self.version
         out = [I32.pack(v)]
-        if v >= 3:
+        if v >= EARLIEST_PROBEABLE_VERSION:
             out.append(I32.pack(self.latest_supported_version))
         out.append(self.process_id.bytes)
         if v < MIN_OFFSET_SUM_VERSION:
             _encode_task_sets(self.task_offset_sums, out)
-        if v >= 2:
+        if v >= MIN_HOST_INFO_VERSION:
             endpoint = (self.user_endpoint or "").encode("utf-8")
             out += (I32.pack(len(endpoint)), endpoint)
         if MIN_OFFSET_SUM_VERSION <= v < MIN_NAMED_TOPOLOGY_VERSION:
             _encode_grouped_sums(self.task_offset_sums, out)
         elif v >= MIN_NAMED_TOPOLOGY_VERSION:
             _encode_flat_sums(self.task_offset_sums, out)
-        if v >= 8:
+        if v >= MIN_UNIQUE_FIELD_VERSION:
             out.append(I8.pack(self.unique_field))
-        if v >= 9:
+        if v >= MIN_SUBSCRIPTION_ERROR_CODE_VERSION:
             out.append(I32.pack(self.error_code))
-        if v >= 11:
+        if v >= MIN_CLIENT_TAGS_VERSION:
             out.append(I32.pack(len(self.client_tags)))
             for key, value in self.client_tags.items():
                 k, val = key.encode("utf-8"), value.encode("utf-8")
@@ -185,13 +192,13 @@ def _validate(info: SubscriptionInfo) -> None:
     v = info.version
     if not 1 <= v <= LATEST_SUPPORTED_VERSION:
         raise ValueError(f"subscription version {v} is not in [1, {LATEST_SUPPORTED_VERSION}]")
-    if v < 3 and info.latest_supported_version != UNKNOWN_VERSION:
+    if v < EARLIEST_PROBEABLE_VERSION and info.latest_supported_version != UNKNOWN_VERSION:
         raise ValueError(f"a v{v} subscription does not carry the latest supported version; use -1")
-    if v >= 3 and not v <= info.latest_supported_version <= INT32_MAX:
+    if v >= EARLIEST_PROBEABLE_VERSION and not v <= info.latest_supported_version <= INT32_MAX:
         raise ValueError(f"latest supported version {info.latest_supported_version} is below version {v}")
     if info.user_endpoint is not None:
-        if v < 2:
-            raise ValueError("a v1 subscription does not carry the user endpoint")
+        if v < MIN_HOST_INFO_VERSION:
+            raise ValueError(f"a v{v} subscription does not carry the user endpoint")
         if info.user_endpoint == "":
             raise ValueError("an empty user endpoint reads back as None; pass None")
         info.user_endpoint.encode("utf-8")
@@ -201,11 +208,11 @@ def _validate(info: SubscriptionInfo) -> None:
         if v < MIN_OFFSET_SUM_VERSION and offset_sum not in (OFFSET_SUM_RUNNING_ACTIVE, OFFSET_SUM_UNKNOWN):
             raise ValueError(f"a v{v} subscription carries only offset sums -2 and -3 (task {task}: {offset_sum})")
     check_int(info.unique_field, -128, 127, "unique field")
-    if v < 8 and info.unique_field != 0:
+    if v < MIN_UNIQUE_FIELD_VERSION and info.unique_field != 0:
         raise ValueError(f"a v{v} subscription does not carry the unique field")
-    if v < 9 and info.error_code != AssignorError.NONE:
+    if v < MIN_SUBSCRIPTION_ERROR_CODE_VERSION and info.error_code != AssignorError.NONE:
         raise ValueError(f"a v{v} subscription does not carry an error code")
-    if v < 11 and info.client_tags:
+    if v < MIN_CLIENT_TAGS_VERSION and info.client_tags:
         raise ValueError(f"a v{v} subscription does not carry client tags")
     for key, value in info.client_tags.items():
         key.encode("utf-8"), value.encode("utf-8")
@@ -226,7 +233,7 @@ def decode_subscription(data: bytes) -> SubscriptionInfo | FutureSubscriptionInf
         raise r.error(f"unknown version {version}", 0)
     r.version = version
     latest = UNKNOWN_VERSION
-    if version >= 3:
+    if version >= EARLIEST_PROBEABLE_VERSION:
         latest = r.i32("latest supported version")
         if latest < version:
             raise r.error(f"latest supported version {latest} is below the used version {version}", 4)
@@ -238,16 +245,16 @@ def decode_subscription(data: bytes) -> SubscriptionInfo | FutureSubscriptionInf
         _read_task_set(r, sums, OFFSET_SUM_RUNNING_ACTIVE, "previous active task")
         _read_task_set(r, sums, OFFSET_SUM_UNKNOWN, "standby task")
     endpoint = None
-    if version >= 2:
+    if version >= MIN_HOST_INFO_VERSION:
         endpoint = r.utf8_field("user endpoint") or None
     if MIN_OFFSET_SUM_VERSION <= version < MIN_NAMED_TOPOLOGY_VERSION:
         _read_grouped_sums(r, sums)
     elif version >= MIN_NAMED_TOPOLOGY_VERSION:
         _read_flat_sums(r, sums)
-    unique_field = r.i8("unique field") if version >= 8 else 0
-    error_code = r.error_code() if version >= 9 else AssignorError.NONE
+    unique_field = r.i8("unique field") if version >= MIN_UNIQUE_FIELD_VERSION else 0
+    error_code = r.error_code() if version >= MIN_SUBSCRIPTION_ERROR_CODE_VERSION else AssignorError.NONE
     tags: dict[str, str] = {}
-    if version >= 11:
+    if version >= MIN_CLIENT_TAGS_VERSION:
         for _ in range(r.count("client tag", 8)):
             at = r.pos
             key = r.utf8_field("client tag key")

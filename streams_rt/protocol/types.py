@@ -8,9 +8,22 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 LATEST_SUPPORTED_VERSION = 11
+# Version probing (KIP-268): from here on subscriptions carry the member's latest supported version
+# and assignments the commonly supported one.
 EARLIEST_PROBEABLE_VERSION = 3
 UNKNOWN_VERSION = -1  # a version field that v1-2 user data does not carry (latest / commonly supported)
+
+# The version each field appears in (Kafka's encoders write these as literals).
+MIN_HOST_INFO_VERSION = 2  # subscriptions carry the user endpoint, assignments the partitions by host
+MIN_ERROR_CODE_VERSION = 4  # assignments carry an error code (SHUTDOWN_REQUESTED, ASSIGNMENT_ERROR, ...)
+MIN_TOPIC_DICTIONARY_VERSION = 5  # assignments write partitions by host through a topic dictionary
+MIN_STANDBY_PARTITIONS_BY_HOST_VERSION = 6  # assignments carry standby partitions by host
+MIN_OFFSET_SUM_VERSION = 7  # subscriptions carry task offset sums instead of active and standby task sets
+MIN_NEXT_REBALANCE_VERSION = 7  # assignments carry the time of the next rebalance
+MIN_UNIQUE_FIELD_VERSION = 8  # subscriptions carry the unique field
+MIN_SUBSCRIPTION_ERROR_CODE_VERSION = 9  # subscriptions carry an error code
 MIN_NAMED_TOPOLOGY_VERSION = 10  # both formats carry a task's topology name from this version on
+MIN_CLIENT_TAGS_VERSION = 11  # subscriptions carry the client tags (rack-aware standbys)
 
 # Task offset-sum sentinels carried in subscriptions (Kafka's Task.LATEST_OFFSET and friends).
 OFFSET_SUM_RUNNING_ACTIVE = -2  # the client runs this task as active right now: lag 0 by definition

@@ -1,13 +1,51 @@
-"""The member-side metadata version rules of version probing (KIP-268) and rolling upgrades, as pure
-functions of what the member sent and what the leader returned (Kafka's StreamsPartitionAssignor
-validateMetadataVersions and maybeUpdateSubscriptionVersion)."""
+"""The metadata version rules of version probing (KIP-268) and rolling upgrades, both sides, as pure
+functions: the leader's (`RoundVersions`: which version a round answers at, from what the members
+sent; Kafka's StreamsPartitionAssignor.assign) and the member's (`on_assignment_version`: what it does
+with the answer; validateMetadataVersions and maybeUpdateSubscriptionVersion)."""
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Protocol
 
-from streams_rt.protocol.types import EARLIEST_PROBEABLE_VERSION, LATEST_SUPPORTED_VERSION
+from streams_rt.protocol.types import EARLIEST_PROBEABLE_VERSION, LATEST_SUPPORTED_VERSION, UNKNOWN_VERSION
+
+
+class SubscriptionVersions(Protocol):
+    """The two version fields every subscription carries, even one above the leader's latest
+    (SubscriptionInfo, FutureSubscriptionInfo, the coordinator's DecodedSubscription)."""
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def latest_supported_version(self) -> int: ...  # UNKNOWN_VERSION for v1-2, which do not carry it
+
+
+@dataclass(frozen=True)
+class RoundVersions:
+    """The leader's rule: answer at the lowest version anyone used; advertise the lowest latest
+    version. Both are capped at the leader's latest version and at upgrade.from's metadata version."""
+
+    used: int  # AssignmentInfo version sent to every member
+    commonly_supported: int
+    probing: bool  # someone subscribed above the leader's latest version
+
+    @classmethod
+    def of(cls, subscriptions: Collection[SubscriptionVersions], latest: int, cap: int | None = None) -> RoundVersions:
+        """The versions of a round over `subscriptions` (at least one), for a leader whose latest
+        version is `latest`; `cap` is upgrade.from's metadata version (None: no cap)."""
+        cap = latest if cap is None else min(cap, latest)
+        used = min(min(s.version, cap) for s in subscriptions)
+        # v1-2 subscriptions do not carry a latest supported version: it is the used one.
+        common = min(
+            min(s.version if s.latest_supported_version == UNKNOWN_VERSION else s.latest_supported_version, cap)
+            for s in subscriptions
+        )
+        probing = any(s.version > latest for s in subscriptions)
+        return cls(used, common, probing)
 
 
 class VersionMismatch(ValueError):

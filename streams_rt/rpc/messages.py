@@ -17,11 +17,13 @@ import types
 import typing
 from typing import Any, ClassVar, TypeVar
 
+from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.errors import GroupError, GroupErrorException, abbreviate
 
 M = TypeVar("M", bound="Message")
 
-PROTOCOLS = ("EAGER", "COOPERATIVE")
+# The rebalance protocol travels as its name; the typed accessors below give the enum back.
+PROTOCOLS = tuple(protocol.name for protocol in RebalanceProtocol)
 MAX_JSON_DEPTH = 8  # the deepest schema (describe's members) needs 4
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 # Kafka's JoinGroupRequest.validateGroupInstanceId (Topic's rule); application.id prefixes topic names.
@@ -212,6 +214,11 @@ class JoinRequest(Request):
         if self.capacity < 1:
             raise _invalid(type(self), f"capacity must be at least 1, got {self.capacity}")
 
+    @property
+    def rebalance_protocol(self) -> RebalanceProtocol:
+        """`protocol` as the enum (`validate` checked the name)."""
+        return RebalanceProtocol[self.protocol]
+
 
 @dataclasses.dataclass(frozen=True)
 class JoinResponse(Response):
@@ -234,8 +241,18 @@ class SyncRequest(Request):
 class SyncResponse(Response):
     ready: bool = False  # False: the round is still collecting members, ask again
     generation: int = -1
-    protocol: str = "COOPERATIVE"  # the protocol this round was run with
+    protocol: str = RebalanceProtocol.COOPERATIVE.name  # the protocol this round was run with
     user_data: bytes = b""  # AssignmentInfo at a version this member can read
+
+    def validate(self) -> None:
+        super().validate()
+        if self.ready and self.error == GroupError.NONE.value and self.protocol not in PROTOCOLS:
+            raise _invalid(type(self), f"protocol must be one of {PROTOCOLS}, got {abbreviate(self.protocol)}")
+
+    @property
+    def rebalance_protocol(self) -> RebalanceProtocol:
+        """`protocol` as the enum; `validate` checked the name of every ready assignment without an error."""
+        return RebalanceProtocol[self.protocol]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,6 +318,11 @@ class SetProtocolRequest(Request):
         super().validate()
         if self.protocol not in (*PROTOCOLS, ""):
             raise _invalid(type(self), f"protocol must be one of {PROTOCOLS} or empty, got {abbreviate(self.protocol)}")
+
+    @property
+    def rebalance_protocol(self) -> RebalanceProtocol | None:
+        """`protocol` as the enum; None ("") hands the choice back."""
+        return RebalanceProtocol[self.protocol] if self.protocol else None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,45 +1,50 @@
-"""State settings under Kafka Streams' config names (`state.dir`, `application.id`, ...)."""
+"""State settings under Kafka Streams' config names (`state.dir`, `application.id`, ...), read from
+a resolved configuration: the registry parses and checks every key."""
 
 from __future__ import annotations
 
-import importlib
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from streams_rt.config import ConfigError, StreamsConfig, resolve
+from streams_rt.config.registry import (
+    APPLICATION_ID,
+    AT_LEAST_ONCE,
+    BOOTSTRAP_SERVERS,
+    COMMIT_INTERVAL_MS,
+    EXACTLY_ONCE_V2,
+    PROCESSING_GUARANTEE,
+    REPLICATION_FACTOR,
+    ROCKSDB_BLOCK_CACHE_BYTES,
+    ROCKSDB_CONFIG_SETTER,
+    ROCKSDB_MAX_WRITE_BUFFERS,
+    ROCKSDB_WRITE_BUFFER_BYTES,
+    STATE_CLEANUP_DELAY_MS,
+    STATE_DIR,
+)
 from streams_rt.state.changelog import ChangelogSpec, ensure_changelog_topics
 from streams_rt.state.changelog_reader import ChangelogReader
 from streams_rt.state.restore import ConsoleRestoreListener, StateRestoreListener, restore_consumer
 from streams_rt.state.state_directory import StateDirectory
-from streams_rt.state.stores.rocksdb_options import RocksDBConfigSetter
+from streams_rt.state.stores.rocksdb_options import DEFAULT_SETTINGS, RocksDBConfigSetter, RocksDBSettings
 
-AT_LEAST_ONCE = "at_least_once"
-EXACTLY_ONCE_V2 = "exactly_once_v2"
-
-
-def default_state_dir() -> Path:
-    """Kafka's default is `${java.io.tmpdir}/kafka-streams`; ours sits next to it."""
-    return Path(tempfile.gettempdir()) / "streams-rt"
+__all__ = ["AT_LEAST_ONCE", "EXACTLY_ONCE_V2", "StateConfig"]
 
 
 @dataclass(frozen=True)
 class StateConfig:
+    """Typed state settings; `from_config` is how properties become one (direct construction is for
+    code and tests that already hold typed values)."""
+
     application_id: str
     bootstrap_servers: str
-    state_dir: Path = field(default_factory=default_state_dir)
-    state_cleanup_delay_ms: int = 600_000
-    commit_interval_ms: int = 30_000
-    processing_guarantee: str = AT_LEAST_ONCE
-    rocksdb_config_setter: RocksDBConfigSetter | None = None
-    replication_factor: int = 1
-
-    def __post_init__(self) -> None:
-        if not self.application_id or "/" in self.application_id:
-            raise ValueError(f"application.id must be a non-empty name without '/': {self.application_id!r}")
-        if self.processing_guarantee not in (AT_LEAST_ONCE, EXACTLY_ONCE_V2):
-            raise ValueError(f"processing.guarantee must be {AT_LEAST_ONCE} or {EXACTLY_ONCE_V2}")
+    state_dir: Path = field(default_factory=STATE_DIR.default_value)
+    state_cleanup_delay_ms: int = STATE_CLEANUP_DELAY_MS.default_value()
+    commit_interval_ms: int = COMMIT_INTERVAL_MS.default_value()
+    processing_guarantee: str = PROCESSING_GUARANTEE.default_value()
+    rocksdb: RocksDBSettings = DEFAULT_SETTINGS
+    replication_factor: int = REPLICATION_FACTOR.default_value()
 
     @property
     def exactly_once(self) -> bool:
@@ -60,27 +65,44 @@ class StateConfig:
         ensure_changelog_topics(self.bootstrap_servers, specs, partitions, self.replication_factor)
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, Any]) -> StateConfig:
-        """Build from Kafka-style properties; `rocksdb.config.setter` may be an object or 'module:attr'."""
-        setter = props.get("rocksdb.config.setter")
-        if isinstance(setter, str):
-            module, _, attr = setter.partition(":")
-            setter = getattr(importlib.import_module(module), attr)
-            setter = setter() if isinstance(setter, type) else setter
-        kwargs: dict[str, Any] = {
-            "application_id": props["application.id"],
-            "bootstrap_servers": props["bootstrap.servers"],
-            "rocksdb_config_setter": setter,
-        }
-        if "state.dir" in props:
-            kwargs["state_dir"] = Path(props["state.dir"])
-        for key, name in (
-            ("state.cleanup.delay.ms", "state_cleanup_delay_ms"),
-            ("commit.interval.ms", "commit_interval_ms"),
-            ("replication.factor", "replication_factor"),
-        ):
-            if key in props:
-                kwargs[name] = int(props[key])
-        if "processing.guarantee" in props:
-            kwargs["processing_guarantee"] = str(props["processing.guarantee"])
-        return cls(**kwargs)
+    def from_config(cls, config: StreamsConfig) -> StateConfig:
+        """The state settings of a resolved configuration. A `rocksdb.config.setter` naming a class
+        is instantiated, as Kafka instantiates its setter class; it is handed the properties as given."""
+        servers = config.get(BOOTSTRAP_SERVERS)
+        return cls(
+            application_id=config.get(APPLICATION_ID),
+            bootstrap_servers=",".join(servers),
+            state_dir=config.get(STATE_DIR),
+            state_cleanup_delay_ms=config.get(STATE_CLEANUP_DELAY_MS),
+            commit_interval_ms=config.get(COMMIT_INTERVAL_MS),
+            processing_guarantee=config.get(PROCESSING_GUARANTEE),
+            rocksdb=RocksDBSettings(
+                block_cache_bytes=config.get(ROCKSDB_BLOCK_CACHE_BYTES),
+                write_buffer_bytes=config.get(ROCKSDB_WRITE_BUFFER_BYTES),
+                max_write_buffers=config.get(ROCKSDB_MAX_WRITE_BUFFERS),
+                config_setter=_setter(config.get(ROCKSDB_CONFIG_SETTER)),
+                configs=config.originals,
+            ),
+            replication_factor=config.get(REPLICATION_FACTOR),
+        )
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, object]) -> StateConfig:
+        """`from_config(resolve(props))`: raises ConfigError (one line, naming the key) or ConfigErrors."""
+        return cls.from_config(resolve(props))
+
+
+def _setter(found: object) -> RocksDBConfigSetter | None:
+    """The setter `rocksdb.config.setter` names: the registry checked that `found` (an object or a
+    class) has a `set_config` method; a class must make an instance without arguments."""
+    if not isinstance(found, type):
+        assert found is None or isinstance(found, RocksDBConfigSetter), found
+        return found
+    try:
+        setter = found()
+    except Exception as error:  # user code: whatever its constructor raises makes the setting unusable
+        detail = " ".join(f"{type(error).__name__}: {error}".split())
+        raise ConfigError(ROCKSDB_CONFIG_SETTER.name, found,
+                          f"{ROCKSDB_CONFIG_SETTER.name}: {found.__qualname__}() failed ({detail})") from None
+    assert isinstance(setter, RocksDBConfigSetter), setter
+    return setter

@@ -193,18 +193,18 @@ class TaskState:
         what they hold. A directory in its place is a StatePathError."""
         self._lock = self.directory.lock_task(self.task)
         task_dir = self._lock.directory
-        setter = self.config.rocksdb_config_setter
+        rocksdb = self.config.rocksdb
         for name, spec in self._specs.items():
             window = spec.window
             if window is None:
                 self._stores[name] = (InMemoryKeyValueStore(name) if spec.in_memory
-                                      else RocksDBKeyValueStore(name, task_dir, setter))
+                                      else RocksDBKeyValueStore(name, task_dir, rocksdb))
             elif spec.in_memory:
                 self._stores[name] = InMemoryWindowStore(name, window.retention_ms, window.window_size_ms,
                                                          window.segment_interval_ms)
             else:
                 self._stores[name] = RocksDBWindowStore(name, task_dir, window.retention_ms, window.window_size_ms,
-                                                        window.segment_interval_ms, setter)
+                                                        window.segment_interval_ms, rocksdb)
         checkpoint = self.directory.checkpoint_for(self.task)
         try:
             self._checkpointed = checkpoint.read()

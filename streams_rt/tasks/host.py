@@ -21,6 +21,14 @@ from typing import Any
 import pyarrow.flight as flight
 from confluent_kafka import Consumer
 
+from streams_rt.config import StreamsConfig
+from streams_rt.config.registry import (
+    APPLICATION_ID,
+    DESERIALIZATION_EXCEPTION_HANDLER,
+    EXACTLY_ONCE_V2,
+    PROCESSING_GUARANTEE,
+    STATESTORE_CACHE_MAX_BYTES,
+)
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
 from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.batches import BatchError, BatchRequest, BatchRequestInvalid
@@ -46,11 +54,10 @@ REPORT_INTERVAL_S = 0.5
 
 @dataclass(frozen=True)
 class HostSettings:
-    """What a host needs besides the topology: Kafka-style properties (application.id,
-    bootstrap.servers, state.dir, processing.guarantee, statestore.cache.max.bytes, ...), the
-    coordinator's address, and where its batch endpoint binds."""
+    """What a host needs besides the topology: the application's resolved configuration (every key
+    checked once, by the registry), the coordinator's address, and where its batch endpoint binds."""
 
-    properties: Mapping[str, Any]
+    config: StreamsConfig
     coordinator_address: str
     member: MemberConfig
     bind_host: str = "127.0.0.1"
@@ -59,14 +66,12 @@ class HostSettings:
 
     @property
     def processing(self) -> ProcessingSettings:
-        props = self.properties
-        handler = str(props.get("deserialization.exception.handler",
-                                props.get("default.deserialization.exception.handler", "fail")))
+        config = self.config
         return ProcessingSettings(
-            application_id=str(props["application.id"]),
-            exactly_once=str(props.get("processing.guarantee", "at_least_once")) == "exactly_once_v2",
-            cache_max_bytes=int(props.get("statestore.cache.max.bytes", 10 * 1024 * 1024)),
-            deserialization_handler=DeserializationHandler(handler),
+            application_id=config.get(APPLICATION_ID),
+            exactly_once=config.get(PROCESSING_GUARANTEE) == EXACTLY_ONCE_V2,
+            cache_max_bytes=config.get(STATESTORE_CACHE_MAX_BYTES),
+            deserialization_handler=DeserializationHandler(config.get(DESERIALIZATION_EXCEPTION_HANDLER)),
         )
 
 
@@ -76,7 +81,7 @@ class TaskHost:
         self.topology, self.layout = topology, layout
         self._processing = settings.processing
         self._faults = Faults.from_environment()
-        self._state_config = StateConfig.from_properties(settings.properties)
+        self._state_config = StateConfig.from_config(settings.config)
         self.directory = self._state_config.open_state_directory()
         self._reader = self._state_config.changelog_reader(ConsoleRestoreListener())
         self._updater = StateUpdater(self._reader, self._state_config.commit_interval_ms)

@@ -2,12 +2,13 @@
 
 The config file (written by whoever starts the host: the local runtime, or an executor) holds the
 application's properties, the coordinator's address, the topology ('module:attr'), the source
-topics' partition counts (so host and driver agree on the layout), and optionally the instance id,
-the bind address, a process to outlive no longer (`watch_pid`: the driver in local mode, the
-executor's JVM on a cluster), a lock file that makes it the only host of its executor, and a file
-where the host writes its endpoint once it serves. The host stops cleanly on SIGTERM or SIGINT, when
-the watched process is gone, when the coordinator asks the application to shut down, or when its
-member fails."""
+topics' partition counts (so host and driver agree on the layout), and optionally the instance id
+(this host's `group.instance.id`), the bind address, a process to outlive no longer (`watch_pid`:
+the driver in local mode, the executor's JVM on a cluster), a lock file that makes it the only host
+of its executor, and a file where the host writes its endpoint once it serves. The properties are
+resolved once against the configuration registry; a bad or unknown key stops the host with one log
+line (exit code 2). The host stops cleanly on SIGTERM or SIGINT, when the watched process is gone,
+when the coordinator asks the application to shut down, or when its member fails."""
 
 from __future__ import annotations
 
@@ -18,26 +19,35 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from streams_rt.atomic_file import atomic_write_bytes
+from streams_rt.config import ConfigError, ConfigErrors, resolve
+from streams_rt.config.registry import GROUP_INSTANCE_ID
 from streams_rt.tasks.host import HostSettings, TaskHost, load_topology
 from streams_rt.tasks.membership import MemberConfig, MemberState
 
 log = logging.getLogger("streams_rt.tasks.host")
 
 
-def member_config(props: dict[str, Any], coordinator: str, instance_id: str | None) -> MemberConfig:
-    return MemberConfig(
-        application_id=str(props["application.id"]),
-        coordinator_address=coordinator,
-        group_instance_id=instance_id,
-        session_timeout_ms=int(props.get("session.timeout.ms", 45_000)),
-        heartbeat_interval_ms=int(props.get("heartbeat.interval.ms", 3_000)),
-        max_poll_interval_ms=int(props.get("max.poll.interval.ms", 300_000)),
-        upgrade_from=props.get("upgrade.from"),
-        num_stream_threads=int(props.get("num.stream.threads", 1)),
+def host_settings(config: Mapping[str, Any]) -> HostSettings:
+    """The host's settings from its config file; raises ConfigError or ConfigErrors."""
+    props = dict(config["properties"])
+    instance_id = config.get("instance_id")
+    if instance_id is not None:
+        given = props.setdefault(GROUP_INSTANCE_ID.name, instance_id)
+        if given != instance_id:
+            raise ConfigError(GROUP_INSTANCE_ID.name, given, f"{GROUP_INSTANCE_ID.name} {given!r} differs from the "
+                              f"host's instance_id {instance_id!r}: set one of them")
+    resolved = resolve(props)
+    return HostSettings(
+        config=resolved,
+        coordinator_address=config["coordinator"],
+        member=MemberConfig.from_config(resolved, config["coordinator"]),
+        bind_host=config.get("bind_host", "127.0.0.1"),
+        port=int(config.get("port", 0)),
     )
 
 
@@ -48,16 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     config = json.loads(args.config.read_text())
     logging.basicConfig(level=os.environ.get("STREAMS_RT_LOG_LEVEL", "INFO"),
                         format="%(asctime)s host[%(process)d] %(levelname)s %(name)s: %(message)s")
-    props = config["properties"]
+    try:
+        settings = host_settings(config)
+    except (ConfigError, ConfigErrors) as error:
+        log.error("cannot start: %s", error)
+        return 2
     topology = load_topology(config["topology"], config.get("topology_args"))
-    layout = topology.layout(str(props["application.id"]), config["source_partitions"])
-    settings = HostSettings(
-        properties=props,
-        coordinator_address=config["coordinator"],
-        member=member_config(props, config["coordinator"], config.get("instance_id")),
-        bind_host=config.get("bind_host", "127.0.0.1"),
-        port=int(config.get("port", 0)),
-    )
+    layout = topology.layout(settings.member.application_id, config["source_partitions"])
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

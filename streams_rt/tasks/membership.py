@@ -15,6 +15,16 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from streams_rt.config import StreamsConfig
+from streams_rt.config.registry import (
+    APPLICATION_ID,
+    GROUP_INSTANCE_ID,
+    HEARTBEAT_INTERVAL_MS,
+    MAX_POLL_INTERVAL_MS,
+    NUM_STREAM_THREADS,
+    SESSION_TIMEOUT_MS,
+    UPGRADE_FROM,
+)
 from streams_rt.protocol import (
     AssignorError,
     MalformedUserData,
@@ -63,18 +73,35 @@ class InvalidTransition(RuntimeError):
 # ---- configuration and decoded input -------------------------------------------------------------
 @dataclass(frozen=True)
 class MemberConfig:
-    """Kafka's consumer settings that matter to the group protocol."""
+    """Kafka's consumer settings that matter to the group protocol, each field the key of the same
+    name (`session_timeout_ms`: `session.timeout.ms`), read by `from_config`. Not properties:
+    `coordinator_address` (the driver's coordinator, handed to each host), and `protocol` and
+    `subscription_version`, test overrides of what `upgrade.from` implies."""
 
     application_id: str  # the group id
     coordinator_address: str
-    group_instance_id: str | None = None  # group.instance.id (static membership)
-    session_timeout_ms: int = 45_000  # session.timeout.ms
-    heartbeat_interval_ms: int = 3_000  # heartbeat.interval.ms
-    max_poll_interval_ms: int = 300_000  # max.poll.interval.ms: the rebalance timeout
-    upgrade_from: str | None = None  # upgrade.from: keeps the old metadata version and EAGER (2 bounces)
+    group_instance_id: str | None = None  # static membership
+    session_timeout_ms: int = SESSION_TIMEOUT_MS.default_value()
+    heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS.default_value()
+    max_poll_interval_ms: int = MAX_POLL_INTERVAL_MS.default_value()  # the rebalance timeout
+    upgrade_from: str | None = None  # keeps the old metadata version and EAGER (2 bounces)
     protocol: RebalanceProtocol | None = None  # None: as upgrade.from says (COOPERATIVE when unset)
     subscription_version: int | None = None  # None: as upgrade.from says (the latest when unset)
-    num_stream_threads: int = 1  # num.stream.threads: the capacity the assignor balances by
+    num_stream_threads: int = NUM_STREAM_THREADS.default_value()  # the capacity the assignor balances by
+
+    @classmethod
+    def from_config(cls, config: StreamsConfig, coordinator_address: str) -> MemberConfig:
+        """This host's member settings, from the application's resolved configuration."""
+        return cls(
+            application_id=config.get(APPLICATION_ID),
+            coordinator_address=coordinator_address,
+            group_instance_id=config.get(GROUP_INSTANCE_ID),
+            session_timeout_ms=config.get(SESSION_TIMEOUT_MS),
+            heartbeat_interval_ms=config.get(HEARTBEAT_INTERVAL_MS),
+            max_poll_interval_ms=config.get(MAX_POLL_INTERVAL_MS),
+            upgrade_from=config.get(UPGRADE_FROM),
+            num_stream_threads=config.get(NUM_STREAM_THREADS),
+        )
 
     def effective(self) -> tuple[RebalanceProtocol, int]:
         """The protocol and first subscription version this member uses (raises UpgradeFromError)."""
@@ -462,7 +489,7 @@ class Membership:
             rejoin = True
         self.active, self.standby = got.active, got.standby
         self.assignment_version = got.version
-        round_protocol = RebalanceProtocol[sync.protocol]  # checked against PROTOCOLS on decode
+        round_protocol = sync.rebalance_protocol
         if round_protocol is not self.round_protocol:
             log.info("member %s: the group now runs %s", self.member_id, round_protocol.name)
             self.round_protocol = round_protocol

@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from streams_rt.config.keys import ConfigKey
 from streams_rt.config.registry import BY_NAME, RULES
+from streams_rt.config.keys import LessThan, SetTogether
 from streams_rt.config.values import (
+    Boolean,
     Choice,
     Duration,
     FilePath,
@@ -55,6 +57,8 @@ def valid(value_type: ValueType[Any]) -> st.SearchStrategy[Any]:
     """Python values `value_type` accepts (its parse may normalise them, e.g. str to Path)."""
     if isinstance(value_type, Nullable):
         return st.none() | valid(value_type.inner)
+    if isinstance(value_type, Boolean):
+        return st.booleans() | st.sampled_from(["true", "false", "TRUE", "False", " true "])
     if isinstance(value_type, Integer):
         low = value_type.lowest if value_type.minimum is None else value_type.minimum
         high = value_type.highest if value_type.maximum is None else value_type.maximum
@@ -87,9 +91,12 @@ def invalid(value_type: ValueType[Any]) -> st.SearchStrategy[object]:
     """Values `value_type` must refuse."""
     if isinstance(value_type, Nullable):
         return invalid(value_type.inner).filter(
-            lambda value: not (value_type.blank_is_unset and isinstance(value, str) and not value.strip())
+            lambda value: value is not None
+            and not (value_type.blank_is_unset and isinstance(value, str) and not value.strip())
         )
     wrong_kind = st.sampled_from([1.5, b"bytes", object()])
+    if isinstance(value_type, Boolean):
+        return st.sampled_from(["", "yes", "1", "0", "t", "truee", "on"]) | st.sampled_from([0, 1, None]) | wrong_kind
     if isinstance(value_type, Integer):
         below = [] if value_type.minimum is None else [st.integers(max_value=value_type.minimum - 1)]
         above = [] if value_type.maximum is None else [st.integers(min_value=value_type.maximum + 1)]
@@ -133,15 +140,19 @@ def invalid(value_type: ValueType[Any]) -> st.SearchStrategy[object]:
 
 def companions(key: ConfigKey[Any]) -> dict[str, object]:
     """Other keys to set so that `key` may take (almost) any valid value under the rules between keys:
-    the bound of a LessThan at its highest, the lower key at its minimum."""
+    the bound of a LessThan at its highest, the lower key at its minimum; the partner of a SetTogether
+    set (a `key` left unset then breaks the rule: tests assume it away)."""
     extra: dict[str, object] = {}
     for rule in RULES:
-        if rule.key == key.name:
+        if isinstance(rule, LessThan) and rule.key == key.name:
             bound_type = BY_NAME[rule.bound].type
             assert isinstance(bound_type, Integer)
             extra[rule.bound] = bound_type.highest
-        elif rule.bound == key.name:
+        elif isinstance(rule, LessThan) and rule.bound == key.name:
             low_type = BY_NAME[rule.key].type
             assert isinstance(low_type, Integer) and low_type.minimum is not None
             extra[rule.key] = low_type.minimum
+        elif isinstance(rule, SetTogether) and key.name in rule.keys:
+            (partner,) = [name for name in rule.keys if name != key.name]
+            extra[partner] = "partner.pem"
     return extra

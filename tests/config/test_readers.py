@@ -1,6 +1,7 @@
 """The registry cannot silently miss a key: the source of every configuration reader is read with
-`ast`, and each key string it reads must be registered, with that reader in the key's `read_by`
-(and no key may claim a reader that does not read it). A reader that moves or is renamed fails here
+`ast`, and each key it reads (a registry constant such as `STATE_DIR`, or a key string where a
+reader still takes raw properties) must be registered, with that reader in the key's `read_by` (and
+no key may claim a reader that does not read it). A reader that moves or is renamed fails here
 until this table follows it."""
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from streams_rt.config import KEYS
-from streams_rt.config.registry import BY_DEPRECATED_NAME, BY_NAME, MEMBER_CONFIG
+from streams_rt.config import KEYS, ConfigKey
+from streams_rt.config import registry
+from streams_rt.config.registry import BY_DEPRECATED_NAME, BY_NAME
 
 PACKAGE = Path(__file__).resolve().parents[2] / "streams_rt"
 KEY_LIKE = re.compile(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)+")
+REGISTRY_MODULE = "streams_rt.config.registry"
 
 
 @dataclass(frozen=True)
@@ -30,21 +33,16 @@ class Reader:
 
 
 READERS = (
-    Reader("StateConfig.from_properties", "state/config.py", ("StateConfig", "from_properties")),
+    Reader(registry.STATE_CONFIG, "state/config.py", ("StateConfig", "from_config")),
     # The class, not just from_properties: the key names live in its _KEYS table.
-    Reader("AssignmentConfigs.from_properties", "assignment/model.py", ("AssignmentConfigs",)),
-    Reader("CoordinatorConfig.from_properties", "coordinator/service.py", ("CoordinatorConfig", "from_properties")),
-    Reader("start_coordinator", "coordinator/service.py", ("start_coordinator",)),
+    Reader(registry.ASSIGNMENT_CONFIGS, "assignment/model.py", ("AssignmentConfigs",)),
+    Reader(registry.COORDINATOR_CONFIG, "coordinator/service.py", ("CoordinatorConfig", "from_config")),
+    Reader(registry.START_COORDINATOR, "coordinator/service.py", ("start_coordinator",)),
+    Reader(registry.CONTROL_PLANE, "rpc/settings.py", ("ControlPlaneSettings", "from_config")),
+    Reader(registry.MEMBER_CONFIG, "tasks/membership.py", ("MemberConfig", "from_config")),
+    Reader(registry.HOST_PROCESSING, "tasks/host.py", ("HostSettings", "processing")),
+    Reader(registry.SPARK_SOURCE_OPTIONS, "spark/source.py", ("SourceOptions", "parse")),
 )
-
-# MemberConfig has no properties reader: its fields are named after Kafka's keys
-# (session_timeout_ms for session.timeout.ms). These fields are not properties.
-MEMBER_CONFIG_PATH = "tasks/membership.py"
-MEMBER_FIELDS_NOT_PROPERTIES = {
-    "coordinator_address": "the driver coordinator's Flight address, handed to each host by the runtime",
-    "protocol": "a test override of what upgrade.from implies",
-    "subscription_version": "a test override of what upgrade.from implies",
-}
 
 
 def find_scope(tree: ast.AST, scope: tuple[str, ...]) -> ast.AST:
@@ -63,6 +61,35 @@ def key_strings(node: ast.AST) -> set[str]:
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and KEY_LIKE.fullmatch(n.value)}
 
 
+def registry_names(module: ast.Module) -> tuple[dict[str, str], set[str]]:
+    """How `module` refers to the registry: {local name: registry attribute} for what it imports
+    from it, and the local names of the registry module itself."""
+    names: dict[str, str] = {}
+    modules: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.ImportFrom) and node.module == REGISTRY_MODULE:
+            names.update({alias.asname or alias.name: alias.name for alias in node.names})
+        elif isinstance(node, ast.ImportFrom) and node.module == "streams_rt.config":
+            modules.update(alias.asname or alias.name for alias in node.names if alias.name == "registry")
+    return names, modules
+
+
+def key_constants(node: ast.AST, module: ast.Module) -> set[str]:
+    """The names of the registered keys `node` reads through the registry's constants."""
+    names, modules = registry_names(module)
+    attributes = {names[n.id] for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in names}
+    attributes |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+                   and isinstance(n.value, ast.Name) and n.value.id in modules}
+    found = (getattr(registry, attribute, None) for attribute in attributes)
+    return {value.name for value in found if isinstance(value, ConfigKey)}
+
+
+def keys_read(reader: Reader) -> set[str]:
+    module = parse(reader.path)
+    body = find_scope(module, reader.scope)
+    return key_strings(body) | key_constants(body, module)
+
+
 def parse(path: str) -> ast.Module:
     return ast.parse((PACKAGE / path).read_text(), path)
 
@@ -73,7 +100,7 @@ def claimed_by(reader: str) -> set[str]:
 
 @pytest.mark.parametrize("reader", READERS, ids=lambda reader: reader.name)
 def test_every_key_a_reader_reads_is_registered_for_that_reader(reader: Reader) -> None:
-    read = key_strings(find_scope(parse(reader.path), reader.scope))
+    read = keys_read(reader)
     assert read, f"{reader.name} reads no key: is the scope right?"
     unregistered = sorted(read - set(BY_NAME) - set(BY_DEPRECATED_NAME))
     assert not unregistered, f"{reader.name} reads keys the registry lacks: {unregistered}"
@@ -83,32 +110,22 @@ def test_every_key_a_reader_reads_is_registered_for_that_reader(reader: Reader) 
     )
 
 
-def member_config_fields() -> list[str]:
-    body = find_scope(parse(MEMBER_CONFIG_PATH), ("MemberConfig",))
-    assert isinstance(body, ast.ClassDef)
-    return [stmt.target.id for stmt in body.body
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)]
-
-
-def test_every_member_config_field_is_a_registered_key() -> None:
-    fields = member_config_fields()
-    assert set(MEMBER_FIELDS_NOT_PROPERTIES) <= set(fields), "a field listed as not a property is gone"
-    for field in fields:
-        if field in MEMBER_FIELDS_NOT_PROPERTIES:
-            continue
-        name = field.replace("_", ".")
-        assert name in BY_NAME, f"MemberConfig.{field} stands for {name}, which the registry lacks"
-        assert f"{MEMBER_CONFIG}.{field}" in BY_NAME[name].read_by, f"{name}.read_by lacks MemberConfig.{field}"
-    claimed = {reader.removeprefix(f"{MEMBER_CONFIG}.") for key in KEYS for reader in key.read_by
-               if reader.startswith(f"{MEMBER_CONFIG}.")}
-    assert claimed <= set(fields), f"read_by names MemberConfig fields that do not exist: {claimed - set(fields)}"
-
-
 def test_every_read_by_names_a_known_reader() -> None:
     known = {reader.name for reader in READERS}
     for key in KEYS:
         for reader in key.read_by:
-            assert reader in known or reader.startswith(f"{MEMBER_CONFIG}."), (key.name, reader)
+            assert reader in known, (key.name, reader)
+
+
+def test_the_scanner_sees_keys_read_through_registry_constants() -> None:
+    source = ("from streams_rt.config.registry import STATE_DIR as DIR, REPLICATION_FACTOR, AT_LEAST_ONCE\n"
+              "from streams_rt.config import registry as r\n"
+              "def reader(config):\n"
+              "    return config.get(DIR), config.get(r.COMMIT_INTERVAL_MS), AT_LEAST_ONCE, 'a.b'\n")
+    module = ast.parse(source)
+    body = find_scope(module, ("reader",))
+    assert key_constants(body, module) == {"state.dir", "commit.interval.ms"}
+    assert key_strings(body) == {"a.b"}
 
 
 def property_reads(tree: ast.AST) -> Iterator[tuple[int, str]]:

@@ -48,7 +48,7 @@ def resolve_with(key: ConfigKey[Any], value: object) -> StreamsConfig:
 
 def obeys_rules(key: ConfigKey[Any], value: object) -> bool:
     values = {**{name: BY_NAME[name].parse(v) for name, v in companions(key).items()}, key.name: value}
-    return all(rule.problem(values) is None for rule in RULES if rule.key in values and rule.bound in values)
+    return all(rule.problem(values) is None for rule in RULES if all(name in values for name in rule.keys))
 
 
 def single_error(props: dict[Any, object]) -> ConfigError:

@@ -14,9 +14,11 @@ from streams_rt.rpc.messages import RequestShutdownRequest, RequestShutdownRespo
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.coordinator.user_data import AssignmentContent
-from streams_rt.protocol import AssignorError
+from streams_rt.protocol import AssignorError, RebalanceProtocol
 from streams_rt.rpc.client import GroupClient
 from tests.coordinator.harness import TASKS, TEST_SETTINGS, Host, HostFactory, settled, wait_until
+
+COOPERATIVE = RebalanceProtocol.COOPERATIVE
 
 
 def held_at_exit(h: Host) -> set[str]:
@@ -59,7 +61,7 @@ class ErrorPlanner(StreamsRoundPlanner):
         if self.error is None:
             return super().__call__(members, generation, now_ms)
         data = self.codec.encode_assignment(11, 11, AssignmentContent(tuple(sorted(TASKS)), error_code=self.error))
-        return RoundOutcome({mid: MemberAssignment(generation, "COOPERATIVE", data) for mid in members}, "COOPERATIVE")
+        return RoundOutcome({mid: MemberAssignment(generation, COOPERATIVE, data) for mid in members}, COOPERATIVE)
 
 
 @pytest.mark.parametrize("code", [AssignorError.INCOMPLETE_SOURCE_TOPIC_METADATA, AssignorError.ASSIGNMENT_ERROR])

@@ -24,6 +24,8 @@ from streams_rt.tasks.streams_codec import StreamsMemberCodec
 from tests.coordinator.harness import REPO, HostFactory, settled
 from tests.rpc.certificates import self_signed
 
+APP = {"application.id": "app", "bootstrap.servers": "localhost:9092"}
+
 
 def raw_calls(address: str, calls: list[tuple[str, dict[str, Any]]], secret: SharedSecret | None,
               tls_root_certs: Path | None = None) -> list[dict[str, Any]]:
@@ -77,7 +79,7 @@ def test_a_process_with_the_runs_secret_is_answered(coordinator: Coordinator) ->
 def test_tls_is_a_switch_of_the_same_properties(tmp_path: Path) -> None:
     cert, key = self_signed(tmp_path)
     c = start_coordinator({
-        "application.id": "app", "rpc.ssl.enabled": "true", "rpc.ssl.certificate.chain.location": str(cert),
+        **APP, "rpc.ssl.enabled": "true", "rpc.ssl.certificate.chain.location": str(cert),
         "rpc.ssl.private.key.location": str(key),
     }, [TaskId(0, 0)])
     try:
@@ -94,13 +96,13 @@ def test_tls_is_a_switch_of_the_same_properties(tmp_path: Path) -> None:
 
 def test_binding_beyond_loopback_without_a_secret_refuses_to_start() -> None:
     with pytest.raises(InsecureBindError) as e:
-        start_coordinator({"application.id": "app", "coordinator.host": "0.0.0.0", "rpc.authenticate": "false"},
+        start_coordinator({**APP, "coordinator.host": "0.0.0.0", "rpc.authenticate": "false"},
                           [TaskId(0, 0)])
     assert "\n" not in str(e.value) and "0.0.0.0" in str(e.value) and "rpc.authenticate" in str(e.value)
 
 
 def test_without_rpc_authenticate_a_loopback_coordinator_takes_calls_without_a_secret() -> None:
-    c = start_coordinator({"application.id": "app", "rpc.authenticate": "false"}, [TaskId(0, 0)])
+    c = start_coordinator({**APP, "rpc.authenticate": "false"}, [TaskId(0, 0)])
     try:
         assert c.secret is None
         assert raw_calls(c.address, [("describe", {"group_id": "app"})], None)[0]["outcome"] == "answered"

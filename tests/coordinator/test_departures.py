@@ -11,7 +11,7 @@ from streams_rt.assignment.ownership import NO_OWNER
 from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.coordinator.user_data import DecodedSubscription
-from streams_rt.protocol import TaskId, decode_assignment
+from streams_rt.protocol import RebalanceProtocol, TaskId, decode_assignment
 from streams_rt.protocol.subscription import SubscriptionInfo
 
 T0, T1, T2, T3 = (TaskId(0, p) for p in range(4))
@@ -21,8 +21,8 @@ A, B = uuid.uuid4(), uuid.uuid4()
 
 def member(mid: str, pid: uuid.UUID, sums: dict[TaskId, int], gen: int) -> Member:
     s = SubscriptionInfo.for_version(11, pid, task_offset_sums=sums)
-    m = Member(mid, None, "COOPERATIVE", DecodedSubscription(11, 11, s), 1000, 1000, 0, joined=True)
-    m.assignment = MemberAssignment(gen, "COOPERATIVE", b"")
+    m = Member(mid, None, RebalanceProtocol.COOPERATIVE, DecodedSubscription(11, 11, s), 1000, 1000, 0, joined=True)
+    m.assignment = MemberAssignment(gen, RebalanceProtocol.COOPERATIVE, b"")
     return m
 
 

@@ -9,8 +9,10 @@ import pytest
 from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.coordinator.group import Group, GroupState, Member, MemberAssignment, PendingRound, RoundOutcome
 from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
+from streams_rt.protocol import RebalanceProtocol
 
 SESSION, REBALANCE = 1000, 3000
+COOPERATIVE = RebalanceProtocol.COOPERATIVE
 
 
 class RecordingAssigner:
@@ -23,8 +25,8 @@ class RecordingAssigner:
     def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
         self.rounds.append((generation, sorted(members)))
         return RoundOutcome(
-            {mid: MemberAssignment(generation, "COOPERATIVE", mid.encode()) for mid in members},
-            "COOPERATIVE",
+            {mid: MemberAssignment(generation, COOPERATIVE, mid.encode()) for mid in members},
+            COOPERATIVE,
             self.next_rebalance_at_ms,
         )
 
@@ -54,7 +56,7 @@ def group(assigner: RecordingAssigner) -> Group:
 
 def join(group: Group, now: int, member_id: str = "", instance: str | None = None) -> str:
     return group.join(
-        member_id=member_id, instance_id=instance, protocol="COOPERATIVE", subscription=None,
+        member_id=member_id, instance_id=instance, protocol=COOPERATIVE, subscription=None,
         session_timeout_ms=SESSION, rebalance_timeout_ms=REBALANCE, now_ms=now,
     )
 
@@ -227,9 +229,9 @@ def test_a_round_formed_while_an_older_record_is_being_saved_waits_for_its_own_s
 
 
 def restored_group(assigner: RecordingAssigner) -> Group:
-    record = GroupRecord(7, "COOPERATIVE", (
-        MemberRecord("a", None, "COOPERATIVE", 1, SESSION, REBALANCE, 7, ("0_0",), ()),
-        MemberRecord("b", "host-b", "COOPERATIVE", 1, SESSION, REBALANCE, 7, ("0_1",), ("0_0",)),
+    record = GroupRecord(7, COOPERATIVE, (
+        MemberRecord("a", None, COOPERATIVE, 1, SESSION, REBALANCE, 7, ("0_0",), ()),
+        MemberRecord("b", "host-b", COOPERATIVE, 1, SESSION, REBALANCE, 7, ("0_1",), ("0_0",)),
     ))
     return Group("app", assigner, restored=record, now_ms=100)
 
@@ -279,10 +281,10 @@ def test_rejoin_with_a_stale_generation_is_refused(group: Group) -> None:
     a, _ = stable_group_of(group, 2)
     gen = group.generation
     with pytest.raises(GroupErrorException) as e:
-        group.join(member_id=a, instance_id=None, protocol="COOPERATIVE", subscription=None, session_timeout_ms=SESSION,
+        group.join(member_id=a, instance_id=None, protocol=COOPERATIVE, subscription=None, session_timeout_ms=SESSION,
                    rebalance_timeout_ms=REBALANCE, now_ms=1, generation=gen - 1)
     assert e.value.error is GroupError.ILLEGAL_GENERATION and e.value.retriable
-    group.join(member_id=a, instance_id=None, protocol="COOPERATIVE", subscription=None, session_timeout_ms=SESSION,
+    group.join(member_id=a, instance_id=None, protocol=COOPERATIVE, subscription=None, session_timeout_ms=SESSION,
                rebalance_timeout_ms=REBALANCE, now_ms=1, generation=gen)
     assert group.state is GroupState.PREPARING_REBALANCE
 
@@ -315,7 +317,7 @@ def test_a_member_that_could_not_fetch_a_superseded_generation_rejoins_with_the_
     join(g, 2, a)  # generation 2 forms and waits for its save
     assert g.generation == 2 and g.saving
     g.leave(member_id=b, instance_id=None, now_ms=3)
-    g.join(member_id=a, instance_id=None, protocol="COOPERATIVE", subscription=None, session_timeout_ms=SESSION,
+    g.join(member_id=a, instance_id=None, protocol=COOPERATIVE, subscription=None, session_timeout_ms=SESSION,
            rebalance_timeout_ms=REBALANCE, now_ms=4, generation=1)
     assert g.generation == 3
 
@@ -399,12 +401,12 @@ def test_the_assigners_state_is_kept_only_when_its_round_is_applied(assigner: Re
     stale = g.pending_round()
     assert stale is not None
     join(g, 1)  # supersedes
-    outcome = RoundOutcome({a: MemberAssignment(1, "COOPERATIVE", b"")}, "COOPERATIVE", commit=lambda: kept.append(1))
+    outcome = RoundOutcome({a: MemberAssignment(1, COOPERATIVE, b"")}, COOPERATIVE, commit=lambda: kept.append(1))
     assert not g.complete_round(stale, outcome, now_ms=2) and not kept
     current = g.pending_round()
     assert current is not None
     base = assigner(current.members, 1, 2)
-    assert g.complete_round(current, RoundOutcome(base.assignments, "COOPERATIVE", commit=lambda: kept.append(2)), 3)
+    assert g.complete_round(current, RoundOutcome(base.assignments, COOPERATIVE, commit=lambda: kept.append(2)), 3)
     assert kept == [2]
 
 
@@ -415,7 +417,7 @@ def test_everyone_leaving_while_a_round_is_computed_empties_the_group() -> None:
     assert pending is not None
     g.leave(member_id=a, instance_id=None, now_ms=1)
     assert g.state is GroupState.EMPTY and g.pending_round() is None
-    assert not g.complete_round(pending, RoundOutcome({}, "COOPERATIVE"), now_ms=2)
+    assert not g.complete_round(pending, RoundOutcome({}, COOPERATIVE), now_ms=2)
 
 
 def test_a_static_member_replaced_while_the_round_is_computed_joins_the_next(assigner: RecordingAssigner) -> None:
@@ -435,8 +437,8 @@ def test_a_member_that_fetches_a_failed_assignment_leaves_the_group(assigner: Re
     g = driven_group()
     a, b, pending = second_round(g, assigner)
     ok = assigner(pending.members, 2, 1)
-    failed = MemberAssignment(2, "COOPERATIVE", b"", assignor_error=3, message="cannot write it")
-    g.complete_round(pending, RoundOutcome({a: ok.assignments[a], b: failed}, "COOPERATIVE"), now_ms=2)
+    failed = MemberAssignment(2, COOPERATIVE, b"", assignor_error=3, message="cannot write it")
+    g.complete_round(pending, RoundOutcome({a: ok.assignments[a], b: failed}, COOPERATIVE), now_ms=2)
     got = g.sync(member_id=b, instance_id=None, known_generation=-1, now_ms=3)
     assert got is not None and got.assignor_error == 3
     assert list(g.members) == [a] and g.state is GroupState.PREPARING_REBALANCE

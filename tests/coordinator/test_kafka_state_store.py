@@ -8,6 +8,7 @@ import pytest
 
 from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
 from streams_rt.coordinator.state_store import CoordinatorSnapshot
+from streams_rt.protocol import RebalanceProtocol
 
 pytestmark = pytest.mark.broker
 
@@ -31,10 +32,10 @@ def test_members_survive_a_new_store_instance(kafka_broker) -> None:  # type: ig
     from streams_rt.coordinator.kafka_state_store import KafkaStateStore
 
     app = f"coord-{uuid.uuid4().hex[:8]}"
-    member = MemberRecord("m-1", "host-a", "COOPERATIVE", 2, 4000, 8000, 3, ("0_0", "1_0"), ("0_1",))
+    member = MemberRecord("m-1", "host-a", RebalanceProtocol.COOPERATIVE, 2, 4000, 8000, 3, ("0_0", "1_0"), ("0_1",))
     store = KafkaStateStore(kafka_broker.bootstrap_servers, app)
-    store.save(CoordinatorSnapshot(app, GroupRecord(3, "COOPERATIVE", (member,))))
+    store.save(CoordinatorSnapshot(app, GroupRecord(3, RebalanceProtocol.COOPERATIVE, (member,))))
     again = KafkaStateStore(kafka_broker.bootstrap_servers, app)
-    assert again.load() == CoordinatorSnapshot(app, GroupRecord(3, "COOPERATIVE", (member,)))
+    assert again.load() == CoordinatorSnapshot(app, GroupRecord(3, RebalanceProtocol.COOPERATIVE, (member,)))
     store.close()
     again.close()

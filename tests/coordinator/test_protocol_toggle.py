@@ -9,6 +9,7 @@ import pyarrow.flight as flight
 from streams_rt.rpc.errors import GroupError
 from streams_rt.rpc.messages import SetProtocolRequest, SetProtocolResponse
 from streams_rt.coordinator.service import Coordinator
+from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.client import GroupClient
 from tests.coordinator.harness import Host, HostFactory, authenticated, ownership_overlaps, settled_now, wait_until
 
@@ -45,7 +46,7 @@ def test_operator_toggles_between_cooperative_and_eager(coordinator: Coordinator
         for h in live[:3]:  # EAGER: everything is revoked before the round, not just what moved
             assert revoked_since(h, marks[h.name]) == set(eager["hosts"][h.name]["active"])
 
-        coordinator.set_protocol("COOPERATIVE")
+        coordinator.set_protocol(RebalanceProtocol.COOPERATIVE)
         coop = settled_as(coordinator, live, "COOPERATIVE")
         marks = {h.name: len(h.events()) for h in live}
         live.append(hosts.start("e"))

@@ -26,8 +26,11 @@ from streams_rt.rpc.messages import (
     SyncResponse,
 )
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
+from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
 from tests.coordinator.harness import TEST_SETTINGS, authenticated
+
+COOPERATIVE = RebalanceProtocol.COOPERATIVE
 
 
 class EchoPlanner:
@@ -40,8 +43,8 @@ class EchoPlanner:
 
     def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
         return RoundOutcome(
-            {mid: MemberAssignment(generation, "COOPERATIVE", m.subscription) for mid, m in members.items()},
-            "COOPERATIVE",
+            {mid: MemberAssignment(generation, COOPERATIVE, m.subscription) for mid, m in members.items()},
+            COOPERATIVE,
         )
 
 
@@ -147,8 +150,8 @@ def test_start_coordinator_from_kafka_properties() -> None:
     from streams_rt.protocol import TaskId
 
     c = start_coordinator(
-        {"application.id": "props-app", "coordinator.host": "127.0.0.1", "scheduled.rebalance.max.delay.ms": "1000",
-         "num.standby.replicas": "1", "upgrade.from": "2.3"},
+        {"application.id": "props-app", "bootstrap.servers": "localhost:9092", "coordinator.host": "127.0.0.1",
+         "scheduled.rebalance.max.delay.ms": "1000", "num.standby.replicas": "1", "upgrade.from": "2.3"},
         [TaskId(0, 0)],
     )
     try:
@@ -157,6 +160,36 @@ def test_start_coordinator_from_kafka_properties() -> None:
         assert c.describe()["protocol_policy"] == {"upgrade_from": "2.3", "override": None, "metadata_version_cap": 11}
     finally:
         c.close()
+
+
+WHOLE_APPLICATION = {
+    "application.id": "whole-app", "bootstrap.servers": "localhost:9092", "state.dir": "/var/lib/whole-app",
+    "session.timeout.ms": 10_000, "processing.guarantee": "exactly_once_v2", "max.records.per.task.per.batch": 10,
+    "consumer.max.poll.records": "5", "group.initial.rebalance.delay.ms": 7,
+}
+
+
+def test_start_coordinator_takes_the_whole_applications_properties_or_their_resolved_config() -> None:
+    from streams_rt.config import resolve
+    from streams_rt.coordinator.service import start_coordinator
+    from streams_rt.protocol import TaskId
+
+    for given in (WHOLE_APPLICATION, resolve(WHOLE_APPLICATION)):
+        c = start_coordinator(given, [TaskId(0, 0)])
+        try:
+            assert (c.config.application_id, c.config.initial_rebalance_delay_ms) == ("whole-app", 7)
+        finally:
+            c.close()
+
+
+def test_start_coordinator_refuses_an_unknown_key_naming_the_closest_one() -> None:
+    from streams_rt.config import ConfigError
+    from streams_rt.coordinator.service import start_coordinator
+    from streams_rt.protocol import TaskId
+
+    with pytest.raises(ConfigError) as caught:
+        start_coordinator({**WHOLE_APPLICATION, "num.standby.replica": "1"}, [TaskId(0, 0)])
+    assert str(caught.value) == "unknown configuration key 'num.standby.replica'; did you mean 'num.standby.replicas'?"
 
 
 def test_heartbeat_long_poll_answers_when_a_rebalance_starts(client: GroupClient, coordinator: Coordinator) -> None:
@@ -186,7 +219,8 @@ def test_request_shutdown_is_refused_over_rpc_when_upgrade_from_cannot_carry_it(
     from streams_rt.coordinator.service import start_coordinator
     from streams_rt.protocol import TaskId
 
-    c = start_coordinator({"application.id": "old-app", "upgrade.from": "1.1"}, [TaskId(0, 0)])
+    c = start_coordinator({"application.id": "old-app", "bootstrap.servers": "localhost:9092", "upgrade.from": "1.1"},
+                          [TaskId(0, 0)])
     client = GroupClient(c.address, secret=c.secret)
     try:
         resp = client.call(RequestShutdownRequest("old-app", "test"), RequestShutdownResponse)

@@ -17,8 +17,10 @@ from streams_rt.coordinator.server import monotonic_ms
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.coordinator.state_store import CoordinatorSnapshot, FileStateStore
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
+from streams_rt.protocol import RebalanceProtocol
 from tests.coordinator.harness import TASKS, TEST_SETTINGS, HostFactory, assert_single_owners, settled, wait_until
 
+COOPERATIVE = RebalanceProtocol.COOPERATIVE
 HOST_ARGS = ("--session-ms", "1500", "--max-poll-ms", "8000")
 
 
@@ -124,7 +126,7 @@ def test_failed_saves_back_off_and_log_once_per_change_of_state(caplog: pytest.L
     saver = RecordSaver(group, lock, store.save, first_backoff_s=0.05, max_backoff_s=0.4, pause=pause)
     try:
         with lock:
-            member = group.join(member_id="", instance_id=None, protocol="COOPERATIVE", subscription=None,
+            member = group.join(member_id="", instance_id=None, protocol=COOPERATIVE, subscription=None,
                                 session_timeout_ms=1000, rebalance_timeout_ms=1000, now_ms=0)
         saver.notify()
         wait_until(lambda: store.attempts >= 8, 30, "eight failed attempts")
@@ -144,4 +146,4 @@ def test_failed_saves_back_off_and_log_once_per_change_of_state(caplog: pytest.L
 
 
 def _one_round(members: Mapping[str, Member], generation: int) -> RoundOutcome:
-    return RoundOutcome({mid: MemberAssignment(generation, "COOPERATIVE", b"") for mid in members}, "COOPERATIVE")
+    return RoundOutcome({mid: MemberAssignment(generation, COOPERATIVE, b"") for mid in members}, COOPERATIVE)

@@ -8,14 +8,15 @@ import pytest
 
 from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
 from streams_rt.coordinator.state_store import CoordinatorSnapshot, FileStateStore
+from streams_rt.protocol import RebalanceProtocol
 
-MEMBER = MemberRecord("m-1", None, "EAGER", 1, 4000, 8000, 5, ("0_0",), ())
+MEMBER = MemberRecord("m-1", None, RebalanceProtocol.EAGER, 1, 4000, 8000, 5, ("0_0",), ())
 
 
 def test_file_store_round_trips_members(tmp_path: Path) -> None:
     store = FileStateStore(tmp_path / "c.json")
     assert store.load() is None
-    snapshot = CoordinatorSnapshot("app", GroupRecord(5, "EAGER", (MEMBER,)))
+    snapshot = CoordinatorSnapshot("app", GroupRecord(5, RebalanceProtocol.EAGER, (MEMBER,)))
     store.save(snapshot)
     assert FileStateStore(tmp_path / "c.json").load() == snapshot
 
@@ -25,7 +26,9 @@ def test_a_snapshot_without_members_reads_as_empty() -> None:
 
 
 @pytest.mark.parametrize("data", [b"{", b"[]", b'{"application_id":"app","generation":"4"}',
-                                  b'{"application_id":"app","generation":4,"members":[{"id":1}]}'])
+                                  b'{"application_id":"app","generation":4,"members":[{"id":1}]}',
+                                  b'{"application_id":"app","generation":4,"protocol":"eager"}',
+                                  b'{"application_id":"app","generation":4,"protocol":null}'])
 def test_anything_else_is_refused(data: bytes) -> None:
     with pytest.raises(ValueError, match="not a"):
         CoordinatorSnapshot.from_json(data)
@@ -37,8 +40,11 @@ def test_the_document_format_is_unchanged() -> None:
            b'"protocol":"EAGER","capacity":1,"session_ms":4000,"rebalance_ms":8000,"generation":5,'
            b'"active":["0_0"],"standby":[]}]}')
     snapshot = CoordinatorSnapshot.from_json(old)
-    assert snapshot == CoordinatorSnapshot("app", GroupRecord(5, "EAGER", (MEMBER,)))
+    assert snapshot == CoordinatorSnapshot("app", GroupRecord(5, RebalanceProtocol.EAGER, (MEMBER,)))
     assert snapshot.to_json() == old
+    unknown_member_protocol = old.replace(b'"protocol":"EAGER","capacity"', b'"protocol":"","capacity"')
+    with pytest.raises(ValueError, match="not a member record"):
+        CoordinatorSnapshot.from_json(unknown_member_protocol)
 
 
 def test_a_failed_save_leaves_the_old_file_and_no_temporary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

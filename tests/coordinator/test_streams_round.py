@@ -7,18 +7,27 @@ import uuid
 
 import pytest
 
-from streams_rt.assignment import AssignmentConfigs, ClientAssignment, RebalanceProtocol
+from streams_rt.assignment import AssignmentConfigs, ClientAssignment
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.group import Member, MemberAssignment
 from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.coordinator.errors import SubscriptionRejected
-from streams_rt.coordinator.streams_round import RoundVersions, StreamsRoundPlanner, enforce_handoff
-from streams_rt.protocol import NO_NEXT_REBALANCE, AssignorError, HostInfo, TaskId, TopicPartition, decode_assignment
+from streams_rt.coordinator.streams_round import StreamsRoundPlanner, enforce_handoff
+from streams_rt.protocol import (
+    NO_NEXT_REBALANCE,
+    AssignorError,
+    HostInfo,
+    RebalanceProtocol,
+    TaskId,
+    TopicPartition,
+    decode_assignment,
+)
 from streams_rt.coordinator.user_data import DecodedSubscription, StreamsUserDataCodec
 from streams_rt.protocol.subscription import SubscriptionInfo
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
 
 T = [TaskId(0, p) for p in range(6)]
+COOPERATIVE, EAGER = RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER
 
 
 def sub(version: int, latest: int | None = None, active: frozenset[TaskId] = frozenset()) -> SubscriptionInfo:
@@ -36,28 +45,14 @@ FUTURE = DecodedSubscription(12, 12, None)
 
 
 def member(
-    mid: str, s: object, protocol: str = "COOPERATIVE", gen: int | None = None, tasks: ClientAssignment | None = None
+    mid: str, s: object, protocol: RebalanceProtocol = COOPERATIVE, gen: int | None = None,
+    tasks: ClientAssignment | None = None,
 ) -> Member:
     d = s if isinstance(s, DecodedSubscription) else dec(s)  # type: ignore[arg-type]
     m = Member(mid, None, protocol, d, 1000, 1000, 0, joined=True)
     if gen is not None:
         m.assignment = MemberAssignment(gen, protocol, b"", tasks=tasks or ClientAssignment())
     return m
-
-
-def test_versions_min_used_and_min_latest() -> None:
-    v = RoundVersions.of([dec(sub(10, 11)), dec(sub(11, 11)), dec(sub(9, 10))], 11)
-    assert (v.used, v.commonly_supported, v.probing) == (9, 10, False)
-
-
-def test_versions_future_subscription_probes_at_our_latest() -> None:
-    v = RoundVersions.of([dec(sub(11, 11)), FUTURE], 11)
-    assert (v.used, v.commonly_supported, v.probing) == (11, 11, True)
-
-
-def test_versions_v2_has_no_latest_field() -> None:
-    v = RoundVersions.of([dec(sub(2)), dec(sub(11))], 11)
-    assert (v.used, v.commonly_supported) == (2, 2)
 
 
 def test_malformed_subscription_is_rejected_with_assignment_error() -> None:
@@ -84,7 +79,7 @@ def test_cooperative_round_revokes_only_moved_tasks_and_schedules_followup() -> 
     a = member("a", sub(11, 11, frozenset(T)), gen=1)
     b = member("b", sub(11, 11))
     out = planner({"a": a, "b": b}, 2, now_ms=100)
-    assert out.protocol == "COOPERATIVE" and out.next_rebalance_at_ms == 100
+    assert out.protocol is COOPERATIVE and out.next_rebalance_at_ms == 100
     got_a = decode_assignment(out.assignments["a"].user_data)
     got_b = decode_assignment(out.assignments["b"].user_data)
     assert set(got_a.active_tasks) < set(T) and not got_b.active_tasks  # b waits for a to revoke
@@ -98,8 +93,8 @@ def test_cooperative_round_revokes_only_moved_tasks_and_schedules_followup() -> 
 
 def test_eager_round_hands_over_at_once() -> None:
     planner = StreamsRoundPlanner(T)
-    out = planner({"a": member("a", sub(11), "EAGER", gen=1), "b": member("b", sub(11), "EAGER")}, 2, 0)
-    assert out.protocol == "EAGER"
+    out = planner({"a": member("a", sub(11), EAGER, gen=1), "b": member("b", sub(11), EAGER)}, 2, 0)
+    assert out.protocol is EAGER
     sizes = sorted(len(decode_assignment(a.user_data).active_tasks) for a in out.assignments.values())
     assert sizes == [3, 3]
 
@@ -197,18 +192,18 @@ def test_coordinator_with_an_older_latest_version_probes_on_a_current_subscripti
 def test_upgrade_from_caps_the_version_and_forces_eager() -> None:
     planner = StreamsRoundPlanner(T, policy=ProtocolPolicy("1.1"))
     out = planner({"a": member("a", sub(11, 11)), "b": member("b", sub(11, 11))}, 1, 0)
-    assert out.protocol == "EAGER"
+    assert out.protocol is EAGER
     assert {decode_assignment(x.user_data).version for x in out.assignments.values()} == {2}
-    planner.policy.set_override(RebalanceProtocol.COOPERATIVE)
-    assert planner({"a": member("a", sub(11, 11))}, 2, 0).protocol == "COOPERATIVE"
+    planner.policy.set_override(COOPERATIVE)
+    assert planner({"a": member("a", sub(11, 11))}, 2, 0).protocol is COOPERATIVE
 
 
 def test_eager_round_still_withholds_tasks_a_cooperative_member_holds() -> None:
     """Toggling to EAGER while members still hold tasks: the hand-off guard keeps one owner."""
     planner = StreamsRoundPlanner(T, policy=ProtocolPolicy())
-    planner.policy.set_override(RebalanceProtocol.EAGER)
+    planner.policy.set_override(EAGER)
     out = planner({"a": member("a", sub(11, 11, frozenset(T)), gen=1), "b": member("b", sub(11, 11))}, 2, 9)
-    assert out.protocol == "EAGER" and out.next_rebalance_at_ms == 9
+    assert out.protocol is EAGER and out.next_rebalance_at_ms == 9
     assert not decode_assignment(out.assignments["b"].user_data).active_tasks
 
 
@@ -241,11 +236,11 @@ def test_a_revoked_all_eager_member_gets_its_old_tasks_in_the_same_cooperative_r
     """Mixed group, COOPERATIVE round: the EAGER member reports what it ran (stickiness) but holds
     nothing, so its tasks are handed out at once: none revoked, none left unassigned, no follow-up."""
     planner = StreamsRoundPlanner(T)
-    a = member("a", sub(11, 11, frozenset(T[:4])), "EAGER", gen=1)
+    a = member("a", sub(11, 11, frozenset(T[:4])), EAGER, gen=1)
     a.revoked_all = True
     b = member("b", sub(11, 11, frozenset(T[4:])), gen=1)
     out = planner({"a": a, "b": b}, 2, now_ms=50)
-    assert out.protocol == "COOPERATIVE" and out.next_rebalance_at_ms is None
+    assert out.protocol is COOPERATIVE and out.next_rebalance_at_ms is None
     got = {mid: set(decode_assignment(x.user_data).active_tasks) for mid, x in out.assignments.items()}
     assert got["a"] | got["b"] == set(T) and len(got["a"]) == len(got["b"]) == 3
     assert got["a"] < set(T[:4]) and got["b"] > set(T[4:]), "sticky: a keeps 3 of its 4 tasks"

@@ -1,4 +1,4 @@
-"""ControlPlaneSettings from Kafka/Spark-style properties."""
+"""ControlPlaneSettings from Kafka/Spark-style properties, read through the configuration registry."""
 
 from __future__ import annotations
 
@@ -6,12 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from streams_rt.config import ConfigError
 from streams_rt.rpc.settings import ControlPlaneSettings
 from tests.rpc.certificates import self_signed
 
+APP = {"application.id": "app", "bootstrap.servers": "localhost:9092"}
+
 
 def test_defaults_are_kafkas() -> None:
-    s = ControlPlaneSettings.from_properties({})
+    s = ControlPlaneSettings.from_properties(APP)
     assert s == ControlPlaneSettings()
     assert (s.min_session_timeout_ms, s.max_session_timeout_ms) == (6_000, 1_800_000)
     assert s.authenticate and not s.ssl_enabled and s.server_tls() is None and s.client_root_certs() is None
@@ -20,7 +23,7 @@ def test_defaults_are_kafkas() -> None:
 def test_every_key_is_read(tmp_path: Path) -> None:
     cert, key = self_signed(tmp_path)
     s = ControlPlaneSettings.from_properties({
-        "rpc.authenticate": "false", "rpc.ssl.enabled": "TRUE",
+        **APP, "rpc.authenticate": "false", "rpc.ssl.enabled": "TRUE",
         "rpc.ssl.certificate.chain.location": str(cert), "rpc.ssl.private.key.location": str(key),
         "rpc.ssl.truststore.location": str(cert),
         "group.min.session.timeout.ms": "100", "group.max.session.timeout.ms": 200,
@@ -42,11 +45,14 @@ def test_every_key_is_read(tmp_path: Path) -> None:
         ({"group.min.session.timeout.ms": 10, "group.max.session.timeout.ms": 5}, "group.min.session.timeout.ms"),
         ({"rpc.request.max.bytes": 0}, "rpc.request.max.bytes"),
         ({"rpc.ssl.enabled": "true", "rpc.ssl.private.key.location": "k.pem"}, "rpc.ssl.certificate.chain.location"),
+        ({"group.min.session.timeout.ms": 0}, "group.min.session.timeout.ms"),
+        ({"rpc.authenticat": "false"}, "rpc.authenticate"),  # a typo: the closest key is named
     ],
 )
 def test_a_bad_value_names_its_key(props: dict[str, object], key: str) -> None:
-    with pytest.raises(ValueError, match=key.replace(".", r"\.")):
-        ControlPlaneSettings.from_properties(props)
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")) as caught:
+        ControlPlaneSettings.from_properties({**APP, **props})
+    assert "\n" not in str(caught.value)
 
 
 def test_tls_on_a_server_without_a_certificate_is_refused() -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streams_rt.config import resolve
 from streams_rt.coordinator.user_data import AssignmentContent, StreamsUserDataCodec
 from streams_rt.protocol import AssignorError, RebalanceProtocol, TaskId
 from streams_rt.rpc.errors import GroupError
@@ -330,3 +332,26 @@ def follow(held: frozenset[TaskId], actions: list) -> frozenset[TaskId]:
                 assert action.tasks <= held, f"{action.kind.value} tasks it did not hold"
                 held -= action.tasks
     return held
+
+
+# ---- configuration -----------------------------------------------------------------------------
+NOT_PROPERTIES = {"coordinator_address", "protocol", "subscription_version"}
+
+
+def test_from_config_reads_every_field_from_the_key_of_the_same_name() -> None:
+    props = {"application.id": "app-x", "bootstrap.servers": "b:1", "group.instance.id": "host-7",
+             "session.timeout.ms": "20000", "heartbeat.interval.ms": 2_000, "max.poll.interval.ms": "60000",
+             "upgrade.from": "2.3", "num.stream.threads": 4}
+    config = resolve(props)
+    member = MemberConfig.from_config(config, "grpc://driver:1")
+    defaults = MemberConfig("app", "grpc://driver:1")
+    properties = [f.name for f in dataclasses.fields(MemberConfig) if f.name not in NOT_PROPERTIES]
+    assert {name.replace("_", ".") for name in properties} == set(props) - {"bootstrap.servers"}
+    for name in properties:
+        assert getattr(member, name) == config.get(name.replace("_", ".")) != getattr(defaults, name), name
+    assert (member.coordinator_address, member.protocol, member.subscription_version) == ("grpc://driver:1", None, None)
+
+
+def test_a_member_configured_with_upgrade_from_starts_eager_at_the_old_version() -> None:
+    config = resolve({"application.id": "app", "bootstrap.servers": "b:1", "upgrade.from": "1.1"})
+    assert MemberConfig.from_config(config, "grpc://driver:1").effective() == (RebalanceProtocol.EAGER, 2)

@@ -5,7 +5,7 @@ from streams_rt.state.stores.base import StateStore
 from streams_rt.state.stores.kv import KeyValueStore, RocksDBKeyValueStore
 from streams_rt.state.stores.memory import InMemoryKeyValueStore, InMemoryWindowStore
 from streams_rt.state.stores.rocksdb import RocksDBStore
-from streams_rt.state.stores.rocksdb_options import RocksDBConfigSetter
+from streams_rt.state.stores.rocksdb_options import RocksDBConfigSetter, RocksDBSettings
 from streams_rt.state.stores.typed import Serde, TypedKeyValueStore, TypedWindowStore
 from streams_rt.state.stores.window import RocksDBWindowStore, WindowStore
 
@@ -15,6 +15,7 @@ __all__ = [
     "KeyValueStore",
     "RocksDBConfigSetter",
     "RocksDBKeyValueStore",
+    "RocksDBSettings",
     "RocksDBStore",
     "RocksDBWindowStore",
     "Serde",

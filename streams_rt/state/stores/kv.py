@@ -12,7 +12,7 @@ import rocksdict
 
 from streams_rt.state.stores.base import StateStore
 from streams_rt.state.stores.rocksdb import RocksDBStore
-from streams_rt.state.stores.rocksdb_options import RocksDBConfigSetter
+from streams_rt.state.stores.rocksdb_options import DEFAULT_SETTINGS, RocksDBSettings
 
 
 def prefix_upper_bound(prefix: bytes) -> bytes | None:
@@ -73,8 +73,8 @@ class KeyValueStore(StateStore):
 
 
 class RocksDBKeyValueStore(KeyValueStore, RocksDBStore):
-    def __init__(self, name: str, task_dir: Path, config_setter: RocksDBConfigSetter | None = None) -> None:
-        RocksDBStore.__init__(self, name, task_dir, config_setter)
+    def __init__(self, name: str, task_dir: Path, settings: RocksDBSettings = DEFAULT_SETTINGS) -> None:
+        RocksDBStore.__init__(self, name, task_dir, settings)
 
     def _committed_get(self, key: bytes) -> bytes | None:
         try:

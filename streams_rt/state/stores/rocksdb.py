@@ -32,7 +32,8 @@ from streams_rt.state.paths import ensure_directory, file_kind, read_regular_fil
 from streams_rt.state.stores.base import StateStore
 from streams_rt.state.stores.rocksdb_options import (
     LEVEL0_SLOWDOWN_WRITES_TRIGGER,
-    RocksDBConfigSetter,
+    DEFAULT_SETTINGS,
+    RocksDBSettings,
     restore_options,
     store_options,
 )
@@ -67,11 +68,11 @@ class RocksDBStore(StateStore):
     """The RocksDB plumbing of a store; kinds add their column families and reads. `task` is the
     task directory's name, which errors name."""
 
-    def __init__(self, name: str, task_dir: Path, config_setter: RocksDBConfigSetter | None = None) -> None:
+    def __init__(self, name: str, task_dir: Path, settings: RocksDBSettings = DEFAULT_SETTINGS) -> None:
         super().__init__(name)
         self.path = task_dir / "rocksdb" / name
         self.task = task_dir.name
-        self._setter = config_setter
+        self._settings = settings
         self._db: rocksdict.Rdict | None = None
         # The offsets family, as a handle for write batches and as a view for reads. The view is
         # kept open: rocksdict flushes a column family whenever a view of it is dropped, which
@@ -87,7 +88,7 @@ class RocksDBStore(StateStore):
         if its files are damaged or missing, StatePathError if its path cannot be used."""
         self.close()
         self._check_files()
-        options = (restore_options if bulk else store_options)(self.name, self._setter)
+        options = (restore_options if bulk else store_options)(self.name, self._settings)
         try:
             self._db = self._open_db(str(self.path), options)
             self._offsets = self._db.get_column_family_handle(OFFSETS_FAMILY)

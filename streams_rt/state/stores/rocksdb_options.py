@@ -1,20 +1,22 @@
 """RocksDB options: our defaults, the user's `rocksdb.config.setter` hook, and the restore variant.
 
 Memory is bounded by configuration, never by data size: one block cache and bounded write buffers
-per store (Kafka's defaults are similar: 50 MB cache, 3 x 16 MB write buffers per store).
+per store (`rocksdb.block.cache.bytes`, `rocksdb.write.buffer.bytes`, `rocksdb.max.write.buffers`;
+Kafka's defaults are similar: 50 MB cache, 3 x 16 MB write buffers per store).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
 
 import rocksdict
 
-BLOCK_CACHE_BYTES = 16 << 20
+from streams_rt.config.registry import ROCKSDB_BLOCK_CACHE_BYTES, ROCKSDB_MAX_WRITE_BUFFERS, ROCKSDB_WRITE_BUFFER_BYTES
+
 BLOCK_SIZE_BYTES = 4 << 10
-WRITE_BUFFER_BYTES = 16 << 20
-MAX_WRITE_BUFFERS = 3
 # RocksDB's default: at this many L0 files writes slow down (and stop at 36). A restore must not
 # leave more behind, or the task's first commits stall while compaction catches up.
 LEVEL0_SLOWDOWN_WRITES_TRIGGER = 20
@@ -28,21 +30,38 @@ RESTORE_MAX_WRITE_BUFFERS = 16
 RESTORE_BACKGROUND_JOBS = 8
 
 
+@runtime_checkable
 class RocksDBConfigSetter(Protocol):
     """Kafka's `rocksdb.config.setter`: adjust a store's options (block cache, write buffer,
-    compression, ...) before it is opened. Called once per store open, for every store."""
+    compression, ...) before it is opened. Called once per store open, for every store, with the
+    application's properties as given (Kafka's `configs`)."""
 
     def set_config(self, store_name: str, options: rocksdict.Options, configs: Mapping[str, Any]) -> None: ...
 
 
-def store_options(store_name: str, setter: RocksDBConfigSetter | None = None) -> rocksdict.Options:
+@dataclass(frozen=True)
+class RocksDBSettings:
+    """What every store of a host opens with: the memory bounds, and the user's setter with the
+    properties it is handed."""
+
+    block_cache_bytes: int = ROCKSDB_BLOCK_CACHE_BYTES.default_value()
+    write_buffer_bytes: int = ROCKSDB_WRITE_BUFFER_BYTES.default_value()
+    max_write_buffers: int = ROCKSDB_MAX_WRITE_BUFFERS.default_value()
+    config_setter: RocksDBConfigSetter | None = None
+    configs: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+DEFAULT_SETTINGS = RocksDBSettings()
+
+
+def store_options(store_name: str, settings: RocksDBSettings = DEFAULT_SETTINGS) -> rocksdict.Options:
     """Options for normal processing: raw bytes, LZ4, a bounded block cache and write buffers."""
     options = rocksdict.Options(raw_mode=True)
     options.create_if_missing(True)
     options.create_missing_column_families(True)
     options.set_compression_type(rocksdict.DBCompressionType.lz4())
-    options.set_write_buffer_size(WRITE_BUFFER_BYTES)
-    options.set_max_write_buffer_number(MAX_WRITE_BUFFERS)
+    options.set_write_buffer_size(settings.write_buffer_bytes)
+    options.set_max_write_buffer_number(settings.max_write_buffers)
     options.set_level_compaction_dynamic_level_bytes(True)
     options.set_level_zero_slowdown_writes_trigger(LEVEL0_SLOWDOWN_WRITES_TRIGGER)
     options.set_keep_log_file_num(2)
@@ -56,20 +75,20 @@ def store_options(store_name: str, setter: RocksDBConfigSetter | None = None) ->
     # can never be on disk ahead of the data it describes, whatever is lost later.
     options.set_atomic_flush(True)
     table = rocksdict.BlockBasedOptions()
-    table.set_block_cache(rocksdict.Cache(BLOCK_CACHE_BYTES))
+    table.set_block_cache(rocksdict.Cache(settings.block_cache_bytes))
     table.set_block_size(BLOCK_SIZE_BYTES)
     table.set_bloom_filter(10, False)
     options.set_block_based_table_factory(table)
-    if setter is not None:
-        setter.set_config(store_name, options, {})  # Kafka passes its raw configs: StateConfig keeps none
+    if settings.config_setter is not None:
+        settings.config_setter.set_config(store_name, options, settings.configs)
     return options
 
 
-def restore_options(store_name: str, setter: RocksDBConfigSetter | None = None) -> rocksdict.Options:
+def restore_options(store_name: str, settings: RocksDBSettings = DEFAULT_SETTINGS) -> rocksdict.Options:
     """Options for bulk restore: the same, plus unsorted vector memtables (sorted once at flush: a
     skip list's sorted inserts cost the restoring thread, which holds the GIL, about 1.3 us a record).
     Restore only writes, so lookups never pay for it."""
-    options = store_options(store_name, setter)
+    options = store_options(store_name, settings)
     options.set_memtable_factory(rocksdict.MemtableFactory.vector())
     options.set_allow_concurrent_memtable_write(False)
     options.set_write_buffer_size(RESTORE_WRITE_BUFFER_BYTES)

@@ -19,7 +19,7 @@ import rocksdict
 from streams_rt.protocol.wire import INT64_MAX
 from streams_rt.state.stores.base import StateStore
 from streams_rt.state.stores.rocksdb import OFFSETS_FAMILY, RocksDBStore
-from streams_rt.state.stores.rocksdb_options import RocksDBConfigSetter
+from streams_rt.state.stores.rocksdb_options import DEFAULT_SETTINGS, RocksDBSettings
 
 log = logging.getLogger(__name__)
 
@@ -168,9 +168,9 @@ class RocksDBWindowStore(WindowStore, RocksDBStore):
         retention_ms: int,
         window_size_ms: int,
         segment_interval_ms: int | None = None,
-        config_setter: RocksDBConfigSetter | None = None,
+        settings: RocksDBSettings = DEFAULT_SETTINGS,
     ) -> None:
-        RocksDBStore.__init__(self, name, task_dir, config_setter)
+        RocksDBStore.__init__(self, name, task_dir, settings)
         WindowStore.__init__(self, name, retention_ms, window_size_ms, segment_interval_ms)
         self._segments: dict[int, tuple[rocksdict.Rdict, rocksdict.ColumnFamily]] = {}
         self._options: rocksdict.Options | None = None

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from streams_rt.state.errors import StoreClosedError
 from streams_rt.state.stores import InMemoryKeyValueStore, KeyValueStore, RocksDBKeyValueStore
 from streams_rt.state.stores.kv import prefix_upper_bound
-from streams_rt.state.stores.rocksdb_options import LEVEL0_SLOWDOWN_WRITES_TRIGGER
+from streams_rt.state.config import StateConfig
+from streams_rt.state.stores.rocksdb_options import LEVEL0_SLOWDOWN_WRITES_TRIGGER, RocksDBSettings
 from streams_rt.state.stores.typed import TypedKeyValueStore
 from tests.state.stores.conftest import RecordingChangelog
 
@@ -151,7 +152,7 @@ class NoCompression:
 
 def test_config_setter_shapes_the_options(tmp_path: Path) -> None:
     setter = NoCompression()
-    store = RocksDBKeyValueStore("custom", tmp_path, setter)
+    store = RocksDBKeyValueStore("custom", tmp_path, RocksDBSettings(config_setter=setter))
     store.open()
     store.close()
     assert setter.calls == ["custom"]
@@ -162,6 +163,37 @@ def test_config_setter_shapes_the_options(tmp_path: Path) -> None:
     default.open()
     default.close()
     assert "compression=kLZ4Compression" in sorted(default.path.glob("OPTIONS-*"))[-1].read_text()
+
+
+class RecordsConfigs:
+    def __init__(self) -> None:
+        self.configs: list[dict[str, Any]] = []
+
+    def set_config(self, store_name: str, options: rocksdict.Options, configs: Mapping[str, Any]) -> None:
+        self.configs.append(dict(configs))
+
+
+def test_the_rocksdb_keys_bound_every_store_and_the_setter_gets_the_properties(tmp_path: Path) -> None:
+    recorder = RecordsConfigs()
+    props = {"application.id": "a", "bootstrap.servers": "x:1", "rocksdb.block.cache.bytes": str(2 << 20),
+             "rocksdb.write.buffer.bytes": 1 << 20, "rocksdb.max.write.buffers": "5", "rocksdb.config.setter": recorder}
+    store = RocksDBKeyValueStore("sized", tmp_path, StateConfig.from_properties(props).rocksdb)
+    store.open()
+    assert store.db.property_int_value("rocksdb.block-cache-capacity") == 2 << 20
+    store.close()
+    options_file = sorted(store.path.glob("OPTIONS-*"))[-1].read_text()
+    assert "write_buffer_size=1048576" in options_file and "max_write_buffer_number=5" in options_file
+    assert recorder.configs == [props]  # Kafka hands its setter the application's properties as given
+
+
+def test_a_setter_named_by_its_class_is_instantiated(tmp_path: Path) -> None:
+    config = StateConfig.from_properties({"application.id": "a", "bootstrap.servers": "x:1",
+                                          "rocksdb.config.setter": f"{__name__}:NoCompression"})
+    assert isinstance(config.rocksdb.config_setter, NoCompression)
+    store = RocksDBKeyValueStore("by-class", tmp_path, config.rocksdb)
+    store.open()
+    store.close()
+    assert "compression=kNoCompression" in sorted(store.path.glob("OPTIONS-*"))[-1].read_text()
 
 
 def test_finishing_a_restore_compacts_a_crowded_level0(tmp_path: Path) -> None:
