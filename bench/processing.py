@@ -64,21 +64,35 @@ def produce(bootstrap: str, topic: str, count: int) -> list[bytes]:
     return words
 
 
-def ceiling(bootstrap: str, topic: str, count: int) -> float:
-    """Records/s of consuming and deserializing every record with the hosts' consumer settings."""
+def ceiling(bootstrap: str, topic: str, count: int, broker_pid: int | None) -> dict:
+    """Records/s of consuming and deserializing every record with the hosts' consumer settings, and
+    the CPU it took (this process and the broker)."""
     consumer = input_consumer(bootstrap, f"bench-ceiling-{uuid.uuid4().hex[:6]}")
     from confluent_kafka import TopicPartition as KafkaTopicPartition
 
     consumer.assign([KafkaTopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     deserialize = Serdes.string().deserialize
+    cpu, broker_cpu = time.process_time(), process_cpu(broker_pid)
     seen, started = 0, time.perf_counter()
     while seen < count:
         messages = consumer.consume(10_000, 1.0)
         values = [deserialize(m.value()) for m in messages if m.error() is None]
         seen += len(values)
     seconds = time.perf_counter() - started
+    cpu, broker_cpu = time.process_time() - cpu, process_cpu(broker_pid) - broker_cpu
     consumer.close()
-    return count / seconds
+    return {"rate": count / seconds, "seconds": seconds, "cpu": cpu, "broker_cpu": broker_cpu}
+
+
+def process_cpu(pid: int | None) -> float:
+    """User + system CPU seconds of a process so far (0 when unknown or gone)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -88,7 +102,8 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def run(bootstrap: str, topic: str, out_topic: str, count: int, guarantee: str, work: Path) -> dict:
+def run(bootstrap: str, topic: str, out_topic: str, count: int, guarantee: str, work: Path,
+        broker_pid: int | None = None) -> dict:
     props = {"application.id": f"bench-wc-{guarantee}-{uuid.uuid4().hex[:6]}", "bootstrap.servers": bootstrap,
              "processing.guarantee": guarantee, "heartbeat.interval.ms": 500, "session.timeout.ms": 10_000}
     app = LocalApplication("examples.word_count:topology", props, work / props["application.id"], hosts=2,
@@ -98,6 +113,9 @@ def run(bootstrap: str, topic: str, out_topic: str, count: int, guarantee: str, 
     try:
         app.wait_until_running(loop)
         inputs = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        pids = [h.proc.pid for h in app.hosts.values()]
+        cpu_before = [process_cpu(pid) for pid in pids]
+        loop_cpu, broker_cpu = time.process_time(), process_cpu(broker_pid)
         started = time.perf_counter()
         with tqdm(total=count, desc=guarantee, unit="rec", unit_scale=True, leave=False) as bar:
             done = 0
@@ -112,6 +130,9 @@ def run(bootstrap: str, topic: str, out_topic: str, count: int, guarantee: str, 
                         break
                     time.sleep(0.02)
         seconds = time.perf_counter() - started
+        cpu = {"hosts": sum(process_cpu(pid) - before for pid, before in zip(pids, cpu_before)),
+               "loop and coordinator": time.process_time() - loop_cpu,
+               "broker": process_cpu(broker_pid) - broker_cpu}
         assert all(loop.positions[tp] >= o for tp, o in end_offsets(admin, inputs).items())
         timings: dict[str, float] = {}
         rss = {}
@@ -121,7 +142,7 @@ def run(bootstrap: str, topic: str, out_topic: str, count: int, guarantee: str, 
             for key, value in status["batches"].items():
                 timings[key] = timings.get(key, 0) + value
             rss[name] = peak_rss_mb(status["pid"])
-        return {"seconds": seconds, "rate": count / seconds, "timings": timings, "rss": rss}
+        return {"seconds": seconds, "rate": count / seconds, "timings": timings, "rss": rss, "cpu": cpu}
     finally:
         loop.close()
         app.close()
@@ -136,19 +157,22 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-processing-"))
     broker = None
     try:
-        bootstrap = args.bootstrap
+        bootstrap, broker_pid = args.bootstrap, None
         if bootstrap is None:
             print("starting a dev broker ...", file=sys.stderr)
             broker = DevBroker(work / "broker", heap="1g")
-            bootstrap = broker.start(owned=True).bootstrap_servers
+            info = broker.start(owned=True)
+            bootstrap, broker_pid = info.bootstrap_servers, info.pid
         suffix = uuid.uuid4().hex[:6]
         topic, out = f"bench-words-{suffix}", f"bench-counts-{suffix}"
         admin = AdminClient({"bootstrap.servers": bootstrap})
         for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1), NewTopic(out, PARTITIONS, 1)]).values():
             future.result()
         produce(bootstrap, topic, args.records)
-        ceiling_rate = ceiling(bootstrap, topic, args.records)
-        results = {g: run(bootstrap, topic, out, args.records, g, work) for g in ("at_least_once", "exactly_once_v2")}
+        top = ceiling(bootstrap, topic, args.records, broker_pid)
+        ceiling_rate = top["rate"]
+        results = {g: run(bootstrap, topic, out, args.records, g, work, broker_pid)
+                   for g in ("at_least_once", "exactly_once_v2")}
         print(f"word count over {args.records:,} records ({VOCABULARY:,} distinct words, {PARTITIONS} partitions, "
               f"2 task hosts, batches of up to {BATCH:,} records per task; cpus={os.cpu_count()}, "
               f"load average {os.getloadavg()[0]:.1f})")
@@ -164,6 +188,17 @@ def main() -> None:
                   f"{per['consume_s']:.2f}, process {per['process_s']:.2f}, flush {per['flush_s']:.2f}, "
                   f"commit {per['commit_s']:.2f}; {int(t['batches'])} batches; peak RSS "
                   + ", ".join(f"{h} {mb:.0f} MB" for h, mb in sorted(r["rss"].items())))
+        cores = os.cpu_count() or 1
+        print("  where the CPU went (seconds; the broker is n/a with --bootstrap), and the best ratio these cores "
+              "allow for that work: ceiling wall / (all CPU of the run / cores)")
+        print(f"    ceiling: {top['seconds']:.1f} s wall, {top['cpu']:.1f} s consumer, {top['broker_cpu']:.1f} s broker")
+        for guarantee, r in results.items():
+            total = sum(r["cpu"].values())
+            bound = top["seconds"] / max(total / cores, top["seconds"])
+            print(f"    {guarantee}: {r['seconds']:.1f} s wall, "
+                  + ", ".join(f"{k} {v:.1f} s" for k, v in r["cpu"].items())
+                  + f"; {total / args.records * 1e6:.1f} us of CPU per input record, against "
+                  f"{(top['cpu'] + top['broker_cpu']) / args.records * 1e6:.1f} for the ceiling; best ratio {bound:.2f}")
         print(f"ratio {min(ratios):.2f} target 0.50")
     finally:
         if broker is not None:

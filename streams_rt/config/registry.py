@@ -110,8 +110,9 @@ STATESTORE_CACHE_MAX_BYTES = ConfigKey(
     read_by=(HOST_PROCESSING,),
 )
 ROCKSDB_BLOCK_CACHE_BYTES = ConfigKey(
-    "rocksdb.block.cache.bytes", Integer(0, bits=64), 16 << 20, _S,
-    "block cache of each RocksDB store (Kafka Streams fixes 50 MB and leaves changes to `rocksdb.config.setter`)",
+    "rocksdb.block.cache.bytes", Integer(0, bits=64), 32 << 20, _S,
+    "block cache shared by all the RocksDB stores of a task host (data, index and filter blocks; the memtables "
+    "are charged to it on top). Kafka Streams gives each store 50 MB and leaves a bound to `rocksdb.config.setter`",
     origin=Origin.OURS, read_by=(STATE_CONFIG,),
 )
 ROCKSDB_WRITE_BUFFER_BYTES = ConfigKey(
@@ -121,8 +122,9 @@ ROCKSDB_WRITE_BUFFER_BYTES = ConfigKey(
 )
 ROCKSDB_MAX_WRITE_BUFFERS = ConfigKey(
     "rocksdb.max.write.buffers", Integer(2), 3, _S,
-    "memtables a store holds at once (RocksDB's minimum is 2): a store uses about block cache + this x write "
-    "buffer bytes",
+    "memtables a store may hold at once (RocksDB's minimum is 2); all the stores of a task host together hold at "
+    "most this x `rocksdb.write.buffer.bytes` (one write buffer manager): a host's RocksDB memory is about block "
+    "cache + this x write buffer bytes, however many stores it has",
     origin=Origin.OURS, read_by=(STATE_CONFIG,),
 )
 

@@ -40,7 +40,7 @@ lines_strategy = st.lists(st.lists(st.sampled_from("a b c d e f g h".split()), m
 
 
 @settings(max_examples=60, deadline=None)
-@given(lines_strategy, st.integers(1, 3), st.sampled_from([0, 1 << 20]))
+@given(lines_strategy, st.integers(1, 3), st.sampled_from([0, 300, 1 << 20]))  # off, flushing often, large
 def test_word_count_equals_a_counter(lines: list[str], partitions: int, cache: int) -> None:
     driver = word_count(cache, partitions)
     for i, line in enumerate(lines):

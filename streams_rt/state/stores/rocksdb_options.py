@@ -1,8 +1,10 @@
 """RocksDB options: our defaults, the user's `rocksdb.config.setter` hook, and the restore variant.
 
-Memory is bounded by configuration, never by data size: one block cache and bounded write buffers
-per store (`rocksdb.block.cache.bytes`, `rocksdb.write.buffer.bytes`, `rocksdb.max.write.buffers`;
-Kafka's defaults are similar: 50 MB cache, 3 x 16 MB write buffers per store).
+Memory is bounded by configuration, never by data size nor by the number of stores: every store of
+a host (one `RocksDBSettings`) shares one block cache of `rocksdb.block.cache.bytes`, and one write
+buffer manager that holds all their memtables to `rocksdb.max.write.buffers` x
+`rocksdb.write.buffer.bytes`, charged to that cache (Kafka Streams' BoundedMemoryRocksDBConfig, done
+for every application). Index and filter blocks live in the cache too, so they count.
 """
 
 from __future__ import annotations
@@ -41,14 +43,27 @@ class RocksDBConfigSetter(Protocol):
 
 @dataclass(frozen=True)
 class RocksDBSettings:
-    """What every store of a host opens with: the memory bounds, and the user's setter with the
-    properties it is handed."""
+    """What every store of a host opens with: the memory bounds (one cache and one write buffer
+    manager, made here and shared by every store opened with these settings), and the user's
+    setter with the properties it is handed."""
 
     block_cache_bytes: int = ROCKSDB_BLOCK_CACHE_BYTES.default_value()
     write_buffer_bytes: int = ROCKSDB_WRITE_BUFFER_BYTES.default_value()
     max_write_buffers: int = ROCKSDB_MAX_WRITE_BUFFERS.default_value()
     config_setter: RocksDBConfigSetter | None = None
     configs: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    cache: rocksdict.Cache = field(init=False, repr=False, compare=False)
+    write_buffers: rocksdict.WriteBufferManager = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        cache = rocksdict.Cache(self.block_cache_bytes + self.memtable_bytes)
+        object.__setattr__(self, "cache", cache)
+        object.__setattr__(self, "write_buffers", rocksdict.WriteBufferManager.new_write_buffer_manager_with_cache(
+            self.memtable_bytes, False, cache))
+
+    @property
+    def memtable_bytes(self) -> int:
+        return self.max_write_buffers * self.write_buffer_bytes
 
 
 DEFAULT_SETTINGS = RocksDBSettings()
@@ -74,8 +89,11 @@ def store_options(store_name: str, settings: RocksDBSettings = DEFAULT_SETTINGS)
     # Flushes of several column families reach the MANIFEST as one edit, so the offsets family
     # can never be on disk ahead of the data it describes, whatever is lost later.
     options.set_atomic_flush(True)
+    options.set_write_buffer_manager(settings.write_buffers)
     table = rocksdict.BlockBasedOptions()
-    table.set_block_cache(rocksdict.Cache(settings.block_cache_bytes))
+    table.set_block_cache(settings.cache)
+    table.set_cache_index_and_filter_blocks(True)
+    table.set_pin_l0_filter_and_index_blocks_in_cache(True)
     table.set_block_size(BLOCK_SIZE_BYTES)
     table.set_bloom_filter(10, False)
     options.set_block_based_table_factory(table)

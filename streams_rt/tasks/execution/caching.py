@@ -64,6 +64,15 @@ class _Cache:
         self.dirty: dict[Any, tuple[Any, int]] = {}
         task_cache.caches.append(self)
 
+    @property
+    def caching(self) -> bool:
+        return self._task.enabled
+
+    def added(self, cache_key: Any, value: Any) -> None:
+        """A new entry was put in `dirty` directly (a node's own loop): count it against the budget,
+        which may flush every cache (then `dirty` is a new dict)."""
+        self._task.grew(ENTRY_OVERHEAD_BYTES + sys.getsizeof(cache_key) + sys.getsizeof(value))
+
     def forward_to(self, forward: Forward) -> None:
         """Where flushed entries go (the node that writes the store forwards its updates)."""
         self._forward = forward
@@ -111,6 +120,10 @@ class CachedKeyValue(_Cache):
         hit = self.dirty.get(key)
         if hit is not None:
             return hit[0]
+        return self.load(key)
+
+    def load(self, key: Any) -> Any:
+        """The store's value (uncommitted writes included), past the cache."""
         return self.values.deserialize(self.store.get(self.keys.serialize(key)))  # type: ignore[arg-type]
 
     def put(self, key: Any, value: Any, timestamp: int) -> None:

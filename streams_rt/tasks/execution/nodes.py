@@ -239,6 +239,9 @@ class AggregateExec(Exec):
         self.skipped = SkipCounter(name)
 
     def process(self, records: list[Rec]) -> None:
+        if self.table.caching:
+            self._into_cache(records)
+            return
         table, initializer, aggregator = self.table, self.initializer, self.aggregator
         for record in records:
             key, value, timestamp = record[0], record[1], record[2]
@@ -251,6 +254,27 @@ class AggregateExec(Exec):
             except Exception as e:
                 raise UserCodeError(self.name, record, e) from e
             table.put(key, new, timestamp)
+
+    def _into_cache(self, records: list[Rec]) -> None:
+        """The same with the cache's dict in hand: the hot loop of every aggregation (a key's
+        entry is popped and put back, so the least recently written flush first)."""
+        table, initializer, aggregator = self.table, self.initializer, self.aggregator
+        dirty = table.dirty
+        for record in records:
+            key, value, timestamp = record[0], record[1], record[2]
+            if key is None or value is None:
+                self.skipped.skip("null key or value")
+                continue
+            hit = dirty.pop(key, None)
+            current = table.load(key) if hit is None else hit[0]
+            try:
+                new = aggregator(key, value, initializer() if current is None else current)
+            except Exception as e:
+                raise UserCodeError(self.name, record, e) from e
+            dirty[key] = (new, timestamp)
+            if hit is None:
+                table.added(key, new)  # may flush: the cache then has a new dict
+                dirty = table.dirty
 
 
 class WindowedAggregateExec(Exec):

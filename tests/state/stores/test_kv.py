@@ -177,13 +177,24 @@ def test_the_rocksdb_keys_bound_every_store_and_the_setter_gets_the_properties(t
     recorder = RecordsConfigs()
     props = {"application.id": "a", "bootstrap.servers": "x:1", "rocksdb.block.cache.bytes": str(2 << 20),
              "rocksdb.write.buffer.bytes": 1 << 20, "rocksdb.max.write.buffers": "5", "rocksdb.config.setter": recorder}
-    store = RocksDBKeyValueStore("sized", tmp_path, StateConfig.from_properties(props).rocksdb)
+    settings = StateConfig.from_properties(props).rocksdb
+    store, other = RocksDBKeyValueStore("sized", tmp_path, settings), RocksDBKeyValueStore("other", tmp_path, settings)
     store.open()
-    assert store.db.property_int_value("rocksdb.block-cache-capacity") == 2 << 20
+    other.open()
+    # One cache for every store of the host: the block cache, with the memtables charged to it.
+    assert store.db.property_int_value("rocksdb.block-cache-capacity") == (2 << 20) + 5 * (1 << 20)
+    for i in range(2000):
+        store.db[b"k%06d" % i] = b"v" * 200
+        other.db[b"k%06d" % i] = b"v" * 200
+    assert settings.write_buffers.get_buffer_size() == 5 * (1 << 20)
+    assert 0 < settings.write_buffers.get_usage() <= 5 * (1 << 20)  # both stores' memtables, one budget
+    assert store.db.property_int_value("rocksdb.block-cache-usage") == other.db.property_int_value(
+        "rocksdb.block-cache-usage")
     store.close()
+    other.close()
     options_file = sorted(store.path.glob("OPTIONS-*"))[-1].read_text()
     assert "write_buffer_size=1048576" in options_file and "max_write_buffer_number=5" in options_file
-    assert recorder.configs == [props]  # Kafka hands its setter the application's properties as given
+    assert recorder.configs == [props, props]  # Kafka hands its setter the application's properties as given
 
 
 def test_a_setter_named_by_its_class_is_instantiated(tmp_path: Path) -> None:
