@@ -41,7 +41,7 @@ from streams_rt.topology import Serdes  # noqa: E402
 
 VOCABULARY = 10_000
 PARTITIONS = 2
-BATCH = 200_000  # max.records.per.task.per.batch
+BATCH = int(os.environ.get("BENCH_BATCH", 200_000))  # max.records.per.task.per.batch
 
 
 def produce(bootstrap: str, topic: str, count: int) -> list[bytes]:
@@ -141,7 +141,7 @@ def run(bootstrap: str, topic: str, out_topic: str, count: int, guarantee: str, 
                 status = client.status()
             for key, value in status["batches"].items():
                 timings[key] = timings.get(key, 0) + value
-            rss[name] = peak_rss_mb(status["pid"])
+            rss[f"{name} ({len(status['active'])} active, {len(status['standby'])} standby)"] = peak_rss_mb(status["pid"])
         return {"seconds": seconds, "rate": count / seconds, "timings": timings, "rss": rss, "cpu": cpu}
     finally:
         loop.close()

@@ -94,7 +94,7 @@ class ChangelogWriter:
             # A batch sends its repartition and sink records in one go: let the local queue hold
             # them rather than stall the batch on BufferError (bounded by bytes as well).
             "queue.buffering.max.messages": 2_000_000,
-            "queue.buffering.max.kbytes": 64 * 1024,
+            "queue.buffering.max.kbytes": 16 * 1024,
             "on_delivery": self._on_delivery,
         }
         if transactional_id is not None:

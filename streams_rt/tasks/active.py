@@ -168,11 +168,19 @@ class ActiveTaskRunner:
         runner, consumer, reader = self._runner, self._consumer, self._reader
         assert runner is not None and consumer is not None and reader is not None  # RUNNING
         t = self.timings
+        records = consumed_s = processed_s = 0.0
         try:
-            started = time.perf_counter()
-            batch = reader.read(ranges)
-            consumed = time.perf_counter()
-            runner.process(batch)
+            chunks = reader.read(ranges)
+            while True:
+                mark = time.perf_counter()
+                chunk = next(chunks, None)
+                consumed_s += time.perf_counter() - mark
+                if chunk is None:
+                    break
+                mark = time.perf_counter()
+                runner.process(chunk)
+                processed_s += time.perf_counter() - mark
+                records += sum(len(r) for r in chunk.values())
             processed = time.perf_counter()
             runner.flush()
             output = self._output.to_batch(runner.take_output(), str(self.task))
@@ -192,9 +200,9 @@ class ActiveTaskRunner:
             self.state.rollback()
             raise
         t.batches += 1
-        t.records += sum(len(records) for records in batch.values())
-        t.consume_s += consumed - started
-        t.process_s += processed - consumed
+        t.records += int(records)
+        t.consume_s += consumed_s
+        t.process_s += processed_s
         t.flush_s += flushed - processed
         t.commit_s += time.perf_counter() - flushed
         self.core.applied(ranges)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message
@@ -17,6 +17,7 @@ from streams_rt.protocol import TopicPartition
 log = logging.getLogger(__name__)
 
 CONSUME_BATCH = 10_000
+CHUNK_RECORDS = 20_000  # a batch is processed in chunks of about this many records: memory stays flat
 
 
 class InputUnavailable(Exception):
@@ -36,7 +37,9 @@ def input_consumer(bootstrap_servers: str, group_id: str, extra: Mapping[str, An
         "auto.offset.reset": "earliest",
         "fetch.queue.backoff.ms": 10,
         "fetch.wait.max.ms": 50,
-        "queued.max.messages.kbytes": 32 << 10,
+        # A task reads its batch in chunks, so a small prefetch keeps it busy; a host has one of
+        # these per active task, and this bounds their memory.
+        "queued.max.messages.kbytes": 8 << 10,
         **(extra or {}),
     }
     return Consumer(conf)
@@ -52,11 +55,13 @@ class InputReader:
         self._next: dict[TopicPartition, int] = {}  # where the partition's fetch position is
         self._held: dict[TopicPartition, list[Message]] = {}  # read past the last batch's end
 
-    def read(self, ranges: Mapping[TopicPartition, tuple[int, int]],
-             timeout_s: float = 30.0) -> dict[TopicPartition, list[Message]]:
-        """The records of each [start, end) range, in offset order. A range ends at its end offset,
+    def read(self, ranges: Mapping[TopicPartition, tuple[int, int]], chunk_records: int = CHUNK_RECORDS,
+             timeout_s: float = 30.0) -> Iterator[dict[TopicPartition, list[Message]]]:
+        """The records of each [start, end) range, in offset order, in chunks of about
+        `chunk_records` (a batch need not be held in memory whole). A range ends at its end offset,
         or earlier at the partition's end (transaction markers take offsets too). Raises
         InputUnavailable after `timeout_s` without progress."""
+        self._seen: set[TopicPartition] = set()
         found: dict[TopicPartition, list[Message]] = {tp: [] for tp in ranges}
         pending: dict[TopicPartition, tuple[int, int]] = {}
         for tp, (start, end) in ranges.items():
@@ -70,12 +75,13 @@ class InputReader:
             if len(taken) < len(held):
                 self._held[tp] = held[len(taken):]
             found[tp] = taken
+            if taken:
+                self._seen.add(tp)
             self._next[tp] = end
             next_offset = (taken[-1].offset() or 0) + 1 if taken else start
             if next_offset < end and len(taken) == len(held):
                 pending[tp] = (next_offset, end)
-        self._consume(pending, found, timeout_s)
-        return found
+        yield from self._consume(pending, found, chunk_records, timeout_s)
 
     def _position(self, tp: TopicPartition, offset: int) -> None:
         partition = KafkaTopicPartition(tp.topic, tp.partition, offset)
@@ -84,9 +90,12 @@ class InputReader:
         self.consumer.incremental_assign([partition])
 
     def _consume(self, pending: dict[TopicPartition, tuple[int, int]], found: dict[TopicPartition, list[Message]],
-                 timeout_s: float) -> None:
+                 chunk_records: int, timeout_s: float) -> Iterator[dict[TopicPartition, list[Message]]]:
         deadline = time.monotonic() + timeout_s
         while pending:
+            if sum(map(len, found.values())) >= chunk_records:
+                yield found
+                found = {tp: [] for tp in found}
             messages = self.consumer.consume(CONSUME_BATCH, 0.2)
             if not messages:
                 if time.monotonic() > deadline:
@@ -117,13 +126,15 @@ class InputReader:
                     self._held.setdefault(tp, []).append(message)
                     del pending[tp]
                     continue
-                records = found[tp]
-                if not records and offset > start:
+                if tp not in self._seen and offset > start:
                     log.warning("%s: records from %d to %d are gone from the topic (retention?); reading from %d",
                                 tp, start, offset - 1, offset)
-                records.append(message)
+                self._seen.add(tp)
+                found[tp].append(message)
                 if offset + 1 >= end:
                     del pending[tp]
+        if any(found.values()):
+            yield found
 
     def _take_run(self, messages: list[Message], pending: dict[TopicPartition, tuple[int, int]],
                   found: dict[TopicPartition, list[Message]]) -> None:
@@ -136,9 +147,11 @@ class InputReader:
         start, end = pending[tp]
         first = bisect.bisect_left(offsets, start)
         cut = bisect.bisect_left(offsets, end)
-        if not found[tp] and first < cut and offsets[first] > start:
+        if tp not in self._seen and first < cut and offsets[first] > start:
             log.warning("%s: records from %d to %d are gone from the topic (retention?); reading from %d",
                         tp, start, offsets[first] - 1, offsets[first])
+        if first < cut:
+            self._seen.add(tp)
         found[tp].extend(messages[first:cut])
         if cut < len(messages):
             self._held.setdefault(tp, []).extend(messages[cut:])
