@@ -88,10 +88,12 @@ class BatchError(Exception):
 class HostClient:
     """Runs batches on one host (its endpoint, from task_status) and acknowledges their commit."""
 
-    def __init__(self, endpoint: str, timeout_s: float = 600.0, secret: SharedSecret | None = None) -> None:
-        """`secret` defaults to the one the driver handed this process (from the environment)."""
+    def __init__(self, endpoint: str, timeout_s: float = 600.0, secret: SharedSecret | None = None,
+                 tls_root_certs: bytes | None = None) -> None:
+        """`secret` defaults to the one the driver handed this process (from the environment);
+        `tls_root_certs` (PEM) are what a `grpc+tls://` host's certificate must lead to."""
         self.endpoint = endpoint
-        self._client = flight.FlightClient(endpoint)
+        self._client = flight.FlightClient(endpoint, tls_root_certs=tls_root_certs)
         chosen = secret if secret is not None else SharedSecret.from_environment()
         headers = chosen.call_headers() if chosen is not None else []
         self._options = flight.FlightCallOptions(timeout=timeout_s, headers=headers)

@@ -56,15 +56,15 @@ def task_status(client: GroupClient, application_id: str) -> tuple[int, dict[Tas
 class BatchLoop:
     def __init__(self, coordinator_address: str, application_id: str, bootstrap_servers: str,
                  max_records_per_task: int | None = 100_000, parallelism: int = 8,
-                 secret: SharedSecret | None = None) -> None:
+                 secret: SharedSecret | None = None, tls_root_certs: bytes | None = None) -> None:
         self.application_id = application_id
         self.max_records_per_task = max_records_per_task
         self.positions: dict[TopicPartition, int] = {}  # where each input partition's next batch starts
         # Batches that could not run: fixed once planned (as Spark's offset log fixes them), so they
         # are asked for again, with the same ranges, from the task's owner at that time.
         self.pending: dict[TaskId, PlannedBatch] = {}
-        self._secret = secret
-        self._coordinator = GroupClient(coordinator_address, secret=secret)
+        self._secret, self._roots = secret, tls_root_certs
+        self._coordinator = GroupClient(coordinator_address, secret=secret, tls_root_certs=tls_root_certs)
         self._admin = AdminClient({"bootstrap.servers": bootstrap_servers})
         self._hosts: dict[str, HostClient] = {}
         self._pool = ThreadPoolExecutor(parallelism, thread_name_prefix="batch-loop")
@@ -100,7 +100,7 @@ class BatchLoop:
 
     def _run(self, batch: PlannedBatch) -> pa.Table | BatchError:
         client = self._hosts.get(batch.endpoint) or self._hosts.setdefault(
-            batch.endpoint, HostClient(batch.endpoint, secret=self._secret))
+            batch.endpoint, HostClient(batch.endpoint, secret=self._secret, tls_root_certs=self._roots))
         request = BatchRequest(batch.task, batch.generation, batch.ranges)
         try:
             table = client.run_batch(request)

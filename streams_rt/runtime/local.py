@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient
 from streams_rt.coordinator.service import Coordinator, start_coordinator
 from streams_rt.kafka.offsets import end_offsets
 from streams_rt.protocol import TaskId
+from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.runtime.batch_loop import BatchLoop
 from streams_rt.runtime.planning import RUNNING
 from streams_rt.runtime.topics import (
@@ -153,7 +154,8 @@ class LocalApplication:
     # -- running -------------------------------------------------------------------------------
     def loop(self, max_records_per_task: int | None = 100_000) -> BatchLoop:
         return BatchLoop(self.coordinator.address, self.application_id, self.bootstrap, max_records_per_task,
-                         secret=self.coordinator.secret)
+                         secret=self.coordinator.secret,
+                         tls_root_certs=ControlPlaneSettings.from_properties(self.properties).client_root_certs())
 
     def wait_until_running(self, loop: BatchLoop, timeout_s: float = 120.0) -> None:
         """Until every task is RUNNING on some host (and the group is stable)."""

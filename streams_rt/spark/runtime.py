@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from streams_rt.config import resolve
 from streams_rt.runtime.local import LocalApplication
 from streams_rt.spark.executor_hosts import HostSpec, ensure_host
-from streams_rt.spark.source import NAME, SECRET_OPTION, StreamsRtDataSource
+from streams_rt.spark.source import NAME, SECRET_OPTION, TRUSTSTORE_OPTION, StreamsRtDataSource
 from streams_rt.tasks.output import OutputSchema
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,9 @@ class StreamsRuntime:
                   .option("max.records.per.task.per.batch", str(self.config.get("max.records.per.task.per.batch"))))
         if secret is not None:
             reader = reader.option(SECRET_OPTION, secret.token)
+        truststore = self.config.get("rpc.ssl.truststore.location")
+        if self.config.get("rpc.ssl.enabled") and truststore is not None:
+            reader = reader.option(TRUSTSTORE_OPTION, str(truststore))
         return reader.load()
 
     def stop(self, timeout_s: float = 60.0) -> None:

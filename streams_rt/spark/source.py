@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 NAME = "streams_rt"
 SECRET_OPTION = "streams_rt.auth.secret"  # Spark redacts option keys matching "secret" in plans and the UI
 RETRY_TIMEOUT_MS = 180_000
+TRUSTSTORE_OPTION = "rpc.ssl.truststore.location"
 
 
 def encode_offsets(positions: Mapping[TopicPartition, int]) -> dict[str, int]:
@@ -63,6 +64,7 @@ class SourceOptions:
     max_records_per_task: int | None
     secret: str | None
     retry_timeout_ms: int
+    truststore: str | None  # PEM file the hosts' and the coordinator's TLS certificates lead to
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -75,6 +77,7 @@ class SourceOptions:
                 max_records_per_task=int(options["max.records.per.task.per.batch"]),
                 secret=options.get(SECRET_OPTION),
                 retry_timeout_ms=int(options.get("batch.retry.timeout.ms", RETRY_TIMEOUT_MS)),
+                truststore=options.get(TRUSTSTORE_OPTION),
             )
         except KeyError as e:
             raise ValueError(f"the streams_rt source is started by StreamsRuntime.stream(); option {e} is "
@@ -85,6 +88,12 @@ def _secret(options: SourceOptions) -> Any:
     from streams_rt.rpc.auth import SharedSecret
 
     return SharedSecret(options.secret) if options.secret else None
+
+
+def _roots(options: SourceOptions) -> bytes | None:
+    from pathlib import Path
+
+    return Path(options.truststore).read_bytes() if options.truststore else None
 
 
 class StreamsRtDataSource(DataSource):
@@ -113,7 +122,8 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         from streams_rt.rpc.client import GroupClient
 
         if self._coordinator is None:
-            self._coordinator = GroupClient(self.options.coordinator, secret=_secret(self.options))
+            self._coordinator = GroupClient(self.options.coordinator, secret=_secret(self.options),
+                                            tls_root_certs=_roots(self.options))
             self._admin = AdminClient({"bootstrap.servers": self.options.bootstrap_servers})
         return self._coordinator, self._admin
 
@@ -200,7 +210,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
             self._planned.pop(key)
         for batch in batches:
             try:
-                with HostClient(batch.endpoint, secret=_secret(self.options)) as client:
+                with HostClient(batch.endpoint, secret=_secret(self.options), tls_root_certs=_roots(self.options)) as client:
                     client.commit(BatchRequest(TaskId.parse(batch.task), batch.generation, batch.tp_ranges()))
             except BatchError as e:  # the task moved: its new owner has the batch as applied last
                 log.info("task %s: commit not acknowledged by %s: %s", batch.task, batch.endpoint, e)
@@ -227,14 +237,14 @@ class StreamsRtStreamReader(DataSourceStreamReader):
             try:
                 if not endpoint:
                     raise BatchError("NOT_OWNER", f"task {task} has no owner now")
-                with HostClient(endpoint, secret=secret) as client:
+                with HostClient(endpoint, secret=secret, tls_root_certs=_roots(self.options)) as client:
                     table = client.run_batch(request)
                 break
             except BatchError as e:
                 if not e.retriable or time.monotonic() > deadline:
                     raise RuntimeError(f"streams_rt: batch of task {task} failed: {e}") from None
                 time.sleep(0.25)
-                with GroupClient(self.options.coordinator, secret=secret) as coordinator:
+                with GroupClient(self.options.coordinator, secret=secret, tls_root_certs=_roots(self.options)) as coordinator:
                     _, statuses = task_status(coordinator, self.options.application_id)
                 status = statuses.get(task)
                 endpoint = status.endpoint if status is not None and status.phase == "RUNNING" else ""

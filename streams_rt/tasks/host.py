@@ -34,7 +34,8 @@ from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.batches import BatchError, BatchRequest, BatchRequestInvalid
 from streams_rt.rpc.client import AuthenticationRefused, CoordinatorUnavailable, GroupClient
 from streams_rt.rpc.messages import ReportTasksRequest, ReportTasksResponse
-from streams_rt.rpc.transport import SecureFlightServer
+from streams_rt.rpc.settings import ControlPlaneSettings
+from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity
 from streams_rt.state import ConsoleRestoreListener, Mode, StateConfig, StateUpdater, StoreCorrupted, TaskState
 from streams_rt.tasks.active import ActiveTaskRunner, BatchRefused, BatchTimings, ProcessingSettings, store_specs
 from streams_rt.tasks.execution.runner import DeserializationHandler, ProcessingFailed
@@ -93,11 +94,14 @@ class TaskHost:
         self._closed_timings: list[BatchTimings] = []
         self._changed = threading.Event()
         self._closing = threading.Event()
-        self.server = BatchServer(self, settings.bind_host, settings.port)
+        control = ControlPlaneSettings.from_config(settings.config)
+        roots = control.client_root_certs()
+        self.server = BatchServer(self, settings.bind_host, settings.port, control.server_tls())
         codec = StreamsMemberCodec(self.directory.process_id, standby_offset_sums=self._offset_sums)
-        self.member = GroupMember(settings.member, codec, _Listener(self))
+        self.member = GroupMember(settings.member, codec, _Listener(self),
+                                  connect=lambda: GroupClient(settings.coordinator_address, tls_root_certs=roots))
         self._reporter = threading.Thread(target=self._report_loop, name="streams-rt-report", daemon=True)
-        self._report_client = GroupClient(settings.coordinator_address)
+        self._report_client = GroupClient(settings.coordinator_address, tls_root_certs=roots)
 
     @property
     def endpoint(self) -> str:
@@ -334,8 +338,8 @@ class BatchServer(SecureFlightServer):
     `commit` (acknowledge a batch) and `status`. Guarded by the application's secret (the one the
     driver handed this process), as the coordinator is."""
 
-    def __init__(self, host: TaskHost, bind_host: str, port: int) -> None:
-        super().__init__("task host batch endpoint", bind_host, port, secret=SharedSecret.from_environment())
+    def __init__(self, host: TaskHost, bind_host: str, port: int, tls: TlsIdentity | None = None) -> None:
+        super().__init__("task host batch endpoint", bind_host, port, secret=SharedSecret.from_environment(), tls=tls)
         self._host = host
         self._thread = threading.Thread(target=self.serve, name="streams-rt-batches", daemon=True)
 

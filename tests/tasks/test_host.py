@@ -258,3 +258,24 @@ def test_stale_and_foreign_batch_calls_are_refused(apps: Apps) -> None:
         table = client.run_batch(BatchRequest(task, generation - 1, {tp: (start, start + 1)}))  # an older plan
         assert isinstance(table, pa.Table) and table.num_rows == 1
         assert client.run_batch(BatchRequest(task, generation, {tp: (start, start + 1)})).equals(table)  # a replay
+
+
+def test_hosts_serve_batches_over_tls_when_it_is_switched_on(apps: Apps, tmp_path: Path) -> None:
+    """rpc.ssl.enabled: the coordinator and every host's batch endpoint speak TLS only; the batch
+    loop, trusting the certificate, runs batches; a client that does not trust it gets nowhere."""
+    from tests.rpc.certificates import self_signed
+
+    certificate, key = self_signed(tmp_path)
+    apps.create_topics({"nb-in": 1, "nb-out": 1})
+    apps.produce("nb-in", [(f"k{i}", i.to_bytes(8, "big"), 1_000 + i) for i in range(10)])
+    tls = {"rpc.ssl.enabled": "true", "rpc.ssl.certificate.chain.location": str(certificate),
+           "rpc.ssl.private.key.location": str(key), "rpc.ssl.truststore.location": str(certificate)}
+    app, loop = apps.start("numbers", hosts=1, **tls)
+    assert app.coordinator.address.startswith("grpc+tls://")
+    assert all(str(h.endpoint).startswith("grpc+tls://") for h in app.hosts.values())
+    assert drain(loop) == [(f"k{i}", i * 2) for i in range(10)]
+    _, statuses = loop.status()
+    endpoint = str(next(iter(statuses.values())).endpoint)
+    with HostClient(endpoint, secret=app.coordinator.secret, timeout_s=5) as untrusting:
+        with pytest.raises(BatchError, match="UNAVAILABLE"):
+            untrusting.status()
