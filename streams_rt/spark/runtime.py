@@ -10,6 +10,7 @@ hosts: `local.task.hosts` of them next to the driver in local mode, one per exec
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 import time
@@ -22,7 +23,13 @@ from pyspark.sql import DataFrame, SparkSession
 from streams_rt.config import resolve
 from streams_rt.runtime.local import LocalApplication
 from streams_rt.spark.executor_hosts import HostSpec, ensure_host
-from streams_rt.spark.source import NAME, SECRET_OPTION, TRUSTSTORE_OPTION, StreamsRtDataSource
+from streams_rt.spark.source import (
+    HOST_CONFIG_OPTION,
+    NAME,
+    SECRET_OPTION,
+    TRUSTSTORE_OPTION,
+    StreamsRtDataSource,
+)
 from streams_rt.tasks.output import OutputSchema
 
 log = logging.getLogger(__name__)
@@ -82,6 +89,8 @@ class StreamsRuntime:
                   .option("max.records.per.task.per.batch", str(self.config.get("max.records.per.task.per.batch"))))
         if secret is not None:
             reader = reader.option(SECRET_OPTION, secret.token)
+        if not self.local:
+            reader = reader.option(HOST_CONFIG_OPTION, json.dumps(self.app.host_config()))
         truststore = self.config.get("rpc.ssl.truststore.location")
         if self.config.get("rpc.ssl.enabled") and truststore is not None:
             reader = reader.option(TRUSTSTORE_OPTION, str(truststore))

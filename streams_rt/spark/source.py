@@ -28,6 +28,7 @@ NAME = "streams_rt"
 SECRET_OPTION = "streams_rt.auth.secret"  # Spark redacts option keys matching "secret" in plans and the UI
 RETRY_TIMEOUT_MS = 180_000
 TRUSTSTORE_OPTION = "rpc.ssl.truststore.location"
+HOST_CONFIG_OPTION = "streams_rt.host.secret.config"  # may hold client credentials: "secret" makes Spark redact it
 
 
 def encode_offsets(positions: Mapping[TopicPartition, int]) -> dict[str, int]:
@@ -65,6 +66,7 @@ class SourceOptions:
     secret: str | None
     retry_timeout_ms: int
     truststore: str | None  # PEM file the hosts' and the coordinator's TLS certificates lead to
+    host_config: str | None  # JSON: what an executor's host starts with (cluster mode)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -78,6 +80,7 @@ class SourceOptions:
                 secret=options.get(SECRET_OPTION),
                 retry_timeout_ms=int(options.get("batch.retry.timeout.ms", RETRY_TIMEOUT_MS)),
                 truststore=options.get(TRUSTSTORE_OPTION),
+                host_config=options.get(HOST_CONFIG_OPTION),
             )
         except KeyError as e:
             raise ValueError(f"the streams_rt source is started by StreamsRuntime.stream(); option {e} is "
@@ -220,6 +223,16 @@ class StreamsRtStreamReader(DataSourceStreamReader):
             self._coordinator.close()
 
     # -- executor side ---------------------------------------------------------------------------
+    def _ensure_local_host(self) -> None:
+        """On a cluster, this executor runs a host too (an executor added after the start-up job
+        gets its host with its first read): it joins the group and takes its share of tasks."""
+        from streams_rt.spark.executor_hosts import HostSpec, ensure_host, executor_jvm_pid
+
+        if self.options.host_config is None or executor_jvm_pid() is None:
+            return
+        secret = _secret(self.options)
+        ensure_host(HostSpec(json.loads(self.options.host_config), secret.environment() if secret else {}))
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The batch's output rows from the task's owner. A retriable refusal (moved, restoring,
         unavailable) is retried on the owner the coordinator names, until `batch.retry.timeout.ms`."""
@@ -228,6 +241,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         from streams_rt.runtime.batch_loop import task_status
 
         assert isinstance(partition, TaskBatch)
+        self._ensure_local_host()
         task = TaskId.parse(partition.task)
         request = BatchRequest(task, partition.generation, partition.tp_ranges())
         endpoint = partition.endpoint
