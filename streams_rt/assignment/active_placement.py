@@ -4,67 +4,56 @@
 1. Quotas by capacity (see quotas.py). 2. Keep: each owner keeps owned tasks up to its quota, giving
 up first those another client could take without a warm-up. 3. Fill the rest, first onto caught-up
 clients with room, then onto clients with partial state, then onto the least loaded client with room
-(a heap, so the cost is O(tasks log clients), never clients x tasks)."""
+(LeastLoaded, so the cost is O(tasks log clients), never clients x tasks)."""
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from .lag import Lags
+from .least_loaded import LeastLoaded
 from .quotas import keep_owned
+from .round_inputs import RoundInputs
 
 
-def general_assign(
-    pool: Sequence[int],
-    owner: Sequence[int],
-    capacities: Sequence[int],
-    lags: Lags,
-    fill_key: Callable[[int], object] | None,
-    prior_load: Sequence[int] | None = None,
-) -> list[int]:
+def general_assign(inputs: RoundInputs, pool: Sequence[int], prior_load: Sequence[int] | None = None) -> list[int]:
+    """Returns the target client of each task of `pool`. prior_load: active tasks each client already
+    has from earlier pools, counted when balancing this one."""
+    owner, capacities, lags = inputs.owner, inputs.capacities, inputs.lags
     n = len(capacities)
     prior = prior_load or [0] * n
-    quotas, target, load, unassigned = keep_owned(
+    quotas, target, kept, unassigned = keep_owned(
         pool,
         owner,
         capacities,
         lambda t: (lags.has_other_caught_up(t, owner[t], n), t),
         [p / cap for p, cap in zip(prior, capacities)],
     )
-    unassigned.sort(key=fill_key)
-
-    def room(c: int) -> bool:
-        return load[c] < quotas[c]
+    unassigned.sort(key=inputs.fill_key)
+    # Load with the earlier pools' tasks, and the limit it may reach: this pool's quota on top of those.
+    load = [p + k for p, k in zip(prior, kept)]
+    limit = [p + q for p, q in zip(prior, quotas)]
 
     # Caught-up clients with room first: these moves need no warm-up.
     rest: list[int] = []
     for t in unassigned:
         for h in lags.holders(t):
-            if room(h) and lags.caught_up(t, h):
+            if load[h] < limit[h] and lags.caught_up(t, h):
                 target[t] = h
                 load[h] += 1
                 break
         else:
             rest.append(t)
     # Then clients that hold some of the state; then the least loaded client with room.
-    heap = [((prior[c] + load[c]) / capacities[c], c) for c in range(n) if room(c)]
-    heapq.heapify(heap)
+    least_loaded = LeastLoaded((c for c in range(n) if load[c] < limit[c]), load, capacities, limit)
     for t in rest:
-        chosen = next((h for h in lags.holders(t) if room(h)), None)
-        if chosen is None:
-            while True:
-                key, c = heapq.heappop(heap)
-                if not room(c):
-                    continue
-                current = (prior[c] + load[c]) / capacities[c]
-                if key != current:
-                    heapq.heappush(heap, (current, c))
-                    continue
-                chosen = c
-                break
-        target[t] = chosen
-        load[chosen] += 1
-        if room(chosen):
-            heapq.heappush(heap, ((prior[chosen] + load[chosen]) / capacities[chosen], chosen))
+        holder = next((h for h in lags.holders(t) if load[h] < limit[h]), None)
+        if holder is not None:
+            target[t] = holder
+            load[holder] += 1
+            continue
+        c = least_loaded.poll()
+        assert c is not None, "the quotas add up to the pool: some client has room"
+        target[t] = c
+        load[c] += 1
+        least_loaded.offer(c)
     return [target[t] for t in pool]

@@ -9,18 +9,18 @@ round-robin, in partition-major order so one partition's tasks spread over clien
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from .lag import Lags
 from .quotas import keep_owned
+from .round_inputs import FillKey, RoundInputs
 
 
-def constrained_applies(capacities: Sequence[int], pool: Sequence[int], owner: Sequence[int], lags: Lags) -> bool:
+def constrained_applies(inputs: RoundInputs, pool: Sequence[int]) -> bool:
     """True when the linear pass gives the same quality as the general path: equal capacities, and no
     task that is not caught up everywhere by default has state on a client other than its owner."""
-    if len(set(capacities)) > 1:
+    if len(set(inputs.capacities)) > 1:
         return False
-    reports, default = lags.reports, lags.default_caught_up
+    owner, reports, default = inputs.owner, inputs.lags.reports, inputs.lags.default_caught_up
     # A report from another client: more than one report, or one that is not the owner's.
     return not any(
         (r := reports[t]) and not default[t] and (len(r) > 1 or owner[t] not in r) for t in pool
@@ -32,7 +32,7 @@ def constrained_assign(
     owner: Sequence[int],
     n_clients: int,
     movable: Sequence[bool],
-    fill_key: Callable[[int], object] | None,
+    fill_key: FillKey | None,
 ) -> list[int]:
     """Returns the target client of each task of `pool` (a dict would cost more: indexed by position).
 

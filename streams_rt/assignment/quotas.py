@@ -55,7 +55,7 @@ def keep_owned(
     pool: Sequence[int],
     owner: Sequence[int],
     capacities: Sequence[int],
-    shed_order: Callable[[int], object],
+    shed_order: Callable[[int], tuple[bool, int]],
     prior_load: Sequence[float] | None = None,
 ) -> Kept:
     """Each owner keeps its tasks of `pool` up to its quota, so nothing moves that balance does not

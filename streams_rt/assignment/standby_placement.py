@@ -9,10 +9,10 @@ replicas already placed, until a tag has no unused value left (then that tag sto
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Mapping, Sequence
 
-from .lag import Lags
+from .least_loaded import LeastLoaded
+from .round_inputs import RoundInputs
 
 _NONE: set[int] = frozenset()  # type: ignore[assignment]  # shared by tasks without standbys, never mutated
 
@@ -38,22 +38,30 @@ class _TagSpread:
         for i, v in enumerate(self.values[c]):
             used[i].add(v)
 
+    def admits_instead(self, holders: set[int], giver: int, active: int) -> Callable[[int], bool]:
+        """Whether the rule allows a client to hold a task's replica instead of `giver`, given the
+        task's active and other replicas."""
+        used = self.start(active)
+        for o in holders:
+            if o != giver:
+                self.add(used, o)
+        return lambda d: self.allows(used, d)
+
 
 def place_standbys(
+    inputs: RoundInputs,
     tasks: Sequence[int],
     active: Sequence[int],
     pending_target: Mapping[int, int],
-    lags: Lags,
-    capacities: Sequence[int],
     active_load: Sequence[int],
-    num_standbys: int,
-    tags: Sequence[Mapping[str, str]],
-    tag_keys: Sequence[str],
 ) -> list[set[int]]:
-    """Returns, per task index, the set of clients holding a standby. `active[t]` is the client planned
-    to run task t's active this round; `tasks` are the stateful tasks in order."""
+    """Returns, per task number, the set of clients holding a standby. `tasks` are the stateful tasks
+    in order; `active[t]` is the client planned to run task t's active this round, `pending_target`
+    the client a pending move waits for, and `active_load` each client's active task count."""
+    lags, capacities, configs = inputs.lags, inputs.capacities, inputs.configs
     n = len(capacities)
-    per_task = min(num_standbys, n - 1)
+    per_task = min(configs.num_standby_replicas, n - 1)
+    tag_keys = configs.rack_aware_assignment_tags
     standby_of: list[set[int]] = [_NONE] * len(active)  # a real set per stateful task, made below
     if per_task <= 0:
         return standby_of
@@ -65,15 +73,12 @@ def place_standbys(
         return standby_of
     total_cap = sum(capacities)
     # Everyone's fair share of all tasks (actives and standbys), by capacity: the cap for preferring a
-    # client with state, and what the final pass restores. The heap balances the same quantity.
+    # client with state, and what the final pass restores. The least loaded pick balances the same.
     everything = per_task * len(tasks) + sum(active_load)
     share = [-(-everything * cap // total_cap) for cap in capacities]
     load = list(active_load)
-    spread = _TagSpread(tags, tag_keys) if tag_keys else None
-    heap = [(load[c] / capacities[c], c) for c in range(n)]
-    heapq.heapify(heap)
-
-    heappop, heappush = heapq.heappop, heapq.heappush
+    spread = _TagSpread([s.tags for s in inputs.clients], tag_keys) if tag_keys else None
+    least_loaded = LeastLoaded(range(n), load, capacities)
     standby_owners, reports = lags.standby_owners, lags.reports
 
     def allowed(c: int, a: int, chosen: set[int], used: list[set[str | None]] | None) -> bool:
@@ -121,23 +126,14 @@ def place_standbys(
                         take(t, c, used)
         if len(chosen) == per_task:
             continue
-        if used is not None:
-            _fill_tagged(t, heap, load, capacities, per_task, chosen, a, used, spread, take)
+        if spread is not None and used is not None:
+            _fill_tagged(t, least_loaded, per_task, chosen, a, used, spread, take)
             continue
-        # Untagged: the least loaded clients other than the active's (the hot path, kept inline).
-        popped: list[int] = []
-        while len(chosen) < per_task:
-            key, c = heappop(heap)
-            current = load[c] / capacities[c]
-            if key != current:
-                heappush(heap, (current, c))
-                continue
-            if c != a and c not in chosen:
-                chosen.add(c)
-                load[c] += 1
-            popped.append(c)
-        for c in popped:
-            heappush(heap, (load[c] / capacities[c], c))
+        # Untagged: the least loaded clients other than the active's.
+        for c in least_loaded.take(per_task - len(chosen), chosen | {a} if chosen else (a,)):
+            chosen.add(c)
+            load[c] += 1
+            least_loaded.offer(c)
     _relieve_overloaded(standby_of, active, load, share, capacities, spread)
     return standby_of
 
@@ -160,16 +156,18 @@ def _relieve_overloaded(
     for t, holders in enumerate(standby_of):
         for c in holders:
             held[c].append(t)
-    under = [(load[d] / capacities[d], d) for d in range(n) if load[d] < share[d]]
-    heapq.heapify(under)
+    takers = LeastLoaded((d for d in range(n) if load[d] < share[d]), load, capacities, share)
     moved = True
-    while moved and under:
+    while moved and takers:
         moved = False
         for c in over:
             for t in list(held[c]):
-                if load[c] <= share[c] or not under:
+                if load[c] <= share[c] or not takers:
                     break
-                d = _least_loaded_taker(under, t, c, standby_of, active, load, capacities, spread)
+                # Not the active's client, not a holder already, and allowed by the tag rule given the
+                # task's other replicas.
+                holders, a = standby_of[t], active[t]
+                d = takers.poll(holders | {a}, None if spread is None else spread.admits_instead(holders, c, a))
                 if d is None:
                     continue
                 standby_of[t].discard(c)
@@ -178,47 +176,13 @@ def _relieve_overloaded(
                 load[c] -= 1
                 load[d] += 1
                 if load[d] < share[d]:
-                    heapq.heappush(under, (load[d] / capacities[d], d))
+                    takers.offer(d)
                 moved = True
-
-
-def _least_loaded_taker(
-    under: list[tuple[float, int]],
-    t: int,
-    giver: int,
-    standby_of: list[set[int]],
-    active: Sequence[int],
-    load: list[int],
-    capacities: Sequence[int],
-    spread: _TagSpread | None,
-) -> int | None:
-    """Pops the least loaded client below its share that may hold task t's replica instead of giver."""
-    others = standby_of[t] - {giver}
-    used = None
-    if spread is not None:
-        used = spread.start(active[t])
-        for o in others:
-            spread.add(used, o)
-    skipped: list[tuple[float, int]] = []
-    found = None
-    while under:
-        key, d = heapq.heappop(under)
-        if key != load[d] / capacities[d]:
-            continue  # stale: every live client below its share has a current entry
-        if d != active[t] and d not in others and (used is None or spread.allows(used, d)):
-            found = d
-            break
-        skipped.append((key, d))
-    for entry in skipped:
-        heapq.heappush(under, entry)
-    return found
 
 
 def _fill_tagged(
     t: int,
-    heap: list[tuple[float, int]],
-    load: list[int],
-    capacities: Sequence[int],
+    least_loaded: LeastLoaded,
     per_task: int,
     chosen: set[int],
     active: int,
@@ -228,25 +192,27 @@ def _fill_tagged(
 ) -> None:
     """Least loaded first among clients the tag rule allows; clients rejected only by the tag rule
     are used (least loaded first) when no allowed client is left."""
-    popped: list[int] = []
-    tag_rejected: list[int] = []
-    while len(chosen) < per_task and heap:
-        key, c = heapq.heappop(heap)
-        current = load[c] / capacities[c]
-        if key != current:
-            heapq.heappush(heap, (current, c))
-            continue
-        if c == active or c in chosen:
-            popped.append(c)
-        elif spread.allows(used, c):
-            take(t, c, used)
-            popped.append(c)
-        else:
-            tag_rejected.append(c)
-    for c in tag_rejected:
-        if len(chosen) < per_task:
-            take(t, c, used)
-        popped.append(c)
-    for c in popped:
-        heapq.heappush(heap, (load[c] / capacities[c], c))
+    skip = chosen | {active}
+    rejected: list[int] = []
 
+    def admit(c: int) -> bool:
+        if spread.allows(used, c):
+            return True
+        rejected.append(c)  # in load order; not asked again
+        skip.add(c)
+        return False
+
+    picked: list[int] = []
+    while len(chosen) < per_task:
+        c = least_loaded.poll(skip, admit)
+        if c is None:
+            break
+        take(t, c, used)
+        skip.add(c)
+        picked.append(c)
+    for c in rejected:
+        if len(chosen) == per_task:
+            break
+        take(t, c, used)
+    for c in picked:
+        least_loaded.offer(c)

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .lag import UNKNOWN, Lags
+from .lag import Lags
 from .ownership import NO_OWNER
+from .round_inputs import RoundInputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,23 +22,20 @@ class PendingMove:
 
 
 def gate_to_caught_up(
-    pool: Sequence[int], target: Sequence[int], owner: Sequence[int], lags: Lags, n_clients: int
+    inputs: RoundInputs, pool: Sequence[int], target: Sequence[int]
 ) -> tuple[list[int], list[PendingMove]]:
     """Returns where each task of `pool` runs this round, and the moves that wait for a warm-up."""
+    owner, lags = inputs.owner, inputs.lags
     placed = list(target)
     pending: list[PendingMove] = []
-    default, reports = lags.default_caught_up, lags.reports
+    default, reports, caught_up = lags.default_caught_up, lags.reports, lags.caught_up
     for i, t in enumerate(pool):
         dest = target[i]
         if dest == owner[t]:  # staying put: running, caught up by definition
             continue
-        if default[t]:  # everyone is caught up but clients whose offsets are unknown
-            r = reports[t]
-            if not r or r.get(dest) != UNKNOWN:
-                continue
-        elif lags.caught_up(t, dest):
+        if (default[t] and not reports[t]) or caught_up(t, dest):
             continue
-        holder = _most_caught_up(t, owner[t], lags, n_clients)
+        holder = _most_caught_up(t, owner[t], lags, inputs.n_clients)
         if holder is not None:
             placed[i] = holder
             pending.append(PendingMove(t, dest))
@@ -45,14 +43,15 @@ def gate_to_caught_up(
 
 
 def _most_caught_up(t: int, owner: int, lags: Lags, n_clients: int) -> int | None:
+    """The client the task should run on while its target warms up: its running owner, else the
+    caught-up client with the smallest lag (None: nobody is caught up)."""
     if owner != NO_OWNER:  # a valid owner is running it: lag -2, the best there is
         return owner
     for h in lags.holders(t):
         if lags.caught_up(t, h):
             return h
-    if lags.default_caught_up[t]:  # everyone without an unknown report is caught up
-        reports = lags.reports[t] or {}
-        return next((c for c in range(n_clients) if reports.get(c) != UNKNOWN), None)
+    if lags.default_caught_up[t]:  # caught up without state, unless reporting state of unknown freshness
+        return next((c for c in range(n_clients) if lags.caught_up(t, c)), None)
     return None
 
 

@@ -18,8 +18,8 @@ from streams_rt.assignment import (
 )
 from streams_rt.assignment.active_placement import general_assign
 from streams_rt.assignment.constrained import constrained_assign
-from streams_rt.assignment.lag import Lags
 from streams_rt.assignment.ownership import NO_OWNER
+from streams_rt.assignment.round_inputs import number_round
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
 
 COOP, EAGER = RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER
@@ -51,6 +51,10 @@ def test_configs_from_kafka_property_names() -> None:
     assert AssignmentConfigs() == AssignmentConfigs(0, 10_000, 2, 600_000, ())
     with pytest.raises(ValueError, match="max.warmup.replicas"):
         AssignmentConfigs(max_warmup_replicas=0)
+    with pytest.raises(ValueError, match="num.standby.replicas must be an integer, got 'two'"):
+        AssignmentConfigs.from_properties({"num.standby.replicas": "two"})
+    with pytest.raises(ValueError, match="rack.aware.assignment.tags"):
+        AssignmentConfigs.from_properties({"rack.aware.assignment.tags": 3})
 
 
 def test_topology_checks_co_partitioning_and_marks_stateless_tasks() -> None:
@@ -156,13 +160,19 @@ def test_linear_pass_moves_no_more_than_the_general_path(n: int, n_tasks: int, d
     """In the uniform case the KAFKA-9987 linear pass and the general path agree on quality."""
     owner = [data.draw(st.integers(NO_OWNER, n - 1)) for _ in range(n_tasks)]
     tasks = [TaskId(0, p) for p in range(n_tasks)]
-    lags = Lags(tasks, [0] * n_tasks, [{}] * n, [frozenset()] * n, {t: i for i, t in enumerate(tasks)}, owner, [[]] * n, 10_000)
+    clients = [
+        ClientState(uuid.UUID(int=c + 1), owned_active={t: 1 for t, o in zip(tasks, owner) if o == c})
+        for c in range(n)
+    ]
+    inputs = number_round(tasks, clients, {t: 0 for t in tasks}, (), AssignmentConfigs())
+    assert inputs.owner == owner
     pool = list(range(n_tasks))
-    linear = constrained_assign(pool, owner, n, [True] * n_tasks, lambda t: t)
-    general = general_assign(pool, owner, [1] * n, lags, lambda t: t)
+    linear = constrained_assign(pool, owner, n, [True] * n_tasks, inputs.fill_key)
+    general = general_assign(inputs, pool)
     for placed in (linear, general):
         loads = [placed.count(c) for c in range(n)]
         assert max(loads) - min(loads) <= 1
+
     def moved(placed: list[int]) -> int:
         return sum(1 for t in pool if owner[t] != NO_OWNER and placed[t] != owner[t])
 
