@@ -1,5 +1,7 @@
 """A simulated group for the assignor tests: clients that apply each assignment, keep their state
-directories, catch up their standbys between rounds, and report back like Kafka Streams members.
+directories, catch up their standbys between rounds, and report back like Kafka Streams members; a
+client that leaves can come back later with the claims and state directory it left with, as in Kafka's
+TaskAssignorConvergenceTest. The group keeps a history of events and rounds, appended to every failure.
 Also the invariant checks every round must pass, computed independently of the assignor's code."""
 
 from __future__ import annotations
@@ -7,6 +9,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from streams_rt.assignment import (
@@ -61,17 +64,38 @@ class Group:
         self.lag_per_round = lag_per_round
         self.end = {t: 0 for t in tasks}
         self.clients: dict[uuid.UUID, SimClient] = {}
+        self.dropped: dict[uuid.UUID, SimClient] = {}
         self.generation = 0
         self.now = 0
-        self.last: AssignmentResult | None = None
+        self.history: list[str] = [
+            f"{len(tasks)} tasks {_tasks(tasks)}, {configs}, {protocol.name}, changelogs grow {lag_per_round}/round"
+        ]
 
     def add_client(self, capacity: int = 1, tags: dict[str, str] | None = None) -> uuid.UUID:
         pid = uuid.UUID(int=self.rng.getrandbits(128))
         self.clients[pid] = SimClient(pid, capacity, tags or {})
+        self.history.append(f"add {_short(pid)} capacity {capacity} tags {tags or {}}")
         return pid
 
     def drop_client(self, pid: uuid.UUID) -> None:
-        del self.clients[pid]
+        """The client leaves (a crash: no revocation); it keeps its claims and state directory."""
+        self.dropped[pid] = self.clients.pop(pid)
+        self.history.append(f"drop {_short(pid)}")
+
+    def resurrect_client(self, pid: uuid.UUID) -> None:
+        """A dropped client comes back with the claims (of its old generation) and the state directory
+        it left with: its claims are stale and its state has fallen behind meanwhile."""
+        self.clients[pid] = self.dropped.pop(pid)
+        self.history.append(f"resurrect {_short(pid)}")
+
+    def stale_claims(self) -> bool:
+        """Does a client claim an active task another client owns with a newer generation (KIP-341)?"""
+        owners = valid_owners([c.subscription() for c in self.clients.values()])
+        return any(owners[t] != pid for pid, c in self.clients.items() for t in c.active)
+
+    def failure(self, message: str) -> AssertionError:
+        """An AssertionError carrying the group's history, to raise."""
+        return AssertionError(message + "\nhistory:\n  " + "\n  ".join(self.history))
 
     def subscriptions(self) -> list[ClientState]:
         subs = [c.subscription() for c in self.clients.values()]
@@ -81,9 +105,25 @@ class Group:
     def round(self) -> AssignmentResult:
         subs = self.subscriptions()
         result = assign(self.tasks, subs, dict(self.end), self.configs, self.protocol, self.now)
-        check_invariants(self.tasks, subs, self.end, self.configs, self.protocol, result)
+        self._record(result)
+        try:
+            check_invariants(self.tasks, subs, self.end, self.configs, self.protocol, result)
+        except AssertionError as e:
+            raise self.failure(f"round {self.generation + 1}: {e}") from None
         self.apply(result)
         return result
+
+    def _record(self, result: AssignmentResult) -> None:
+        self.history.append(
+            f"round {self.generation + 1}: followup={result.followup_rebalance} "
+            f"probing_at={result.probing_rebalance_at_ms}"
+        )
+        for pid in sorted(self.clients):
+            a, c = result.clients[pid], self.clients[pid]
+            self.history.append(
+                f"  {_short(pid)} cap {c.capacity} {c.tags}: active {_tasks(a.active)} standby "
+                f"{_tasks(a.standby - a.warmup)} warmup {_tasks(a.warmup)} revoke {_tasks(a.revoke)}"
+            )
 
     def apply(self, result: AssignmentResult) -> None:
         self.generation += 1
@@ -103,6 +143,14 @@ class Group:
             client.standby = set(got.standby)
             for task in got.active | got.standby:
                 client.offsets[task] = self.end[task]
+
+
+def _short(pid: uuid.UUID) -> str:
+    return str(pid)[:8]
+
+
+def _tasks(tasks: Iterable[TaskId]) -> str:
+    return "[" + " ".join(f"{t.subtopology}_{t.partition}" for t in sorted(tasks)) + "]"
 
 
 def valid_owners(subs: list[ClientState]) -> dict[TaskId, uuid.UUID]:
