@@ -1,9 +1,11 @@
-"""KIP-441's rule that an active task moves only to a caught-up client.
+"""KIP-441's rule that an active task runs on the most caught-up client until its target has caught up.
 
 When the balanced target of a task is not caught up but someone is, the task stays on the most caught-up
-client (its running owner, else the smallest lag) and the move is recorded as pending. Pending moves
-get warm-up replicas on their targets, at most `max.warmup.replicas` at a time; a probing rebalance
-later moves each task once its warm-up has caught up."""
+client (its running owner, else the caught-up client with the smallest lag); when nobody is caught up,
+it goes to the client with the least lag (unless the target has no more lag than that). Either way the
+move is recorded as pending. Pending moves get warm-up replicas on their targets, at most
+`max.warmup.replicas` at a time; a probing rebalance later moves each task once its warm-up has caught
+up."""
 
 from __future__ import annotations
 
@@ -36,6 +38,8 @@ def gate_to_caught_up(
         if (default[t] and not reports[t]) or caught_up(t, dest):
             continue
         holder = _most_caught_up(t, owner[t], lags, inputs.n_clients)
+        if holder is None:
+            holder = _less_lag(t, dest, lags)
         if holder is not None:
             placed[i] = holder
             pending.append(PendingMove(t, dest))
@@ -52,6 +56,15 @@ def _most_caught_up(t: int, owner: int, lags: Lags, n_clients: int) -> int | Non
             return h
     if lags.default_caught_up[t]:  # caught up without state, unless reporting state of unknown freshness
         return next((c for c in range(n_clients) if lags.caught_up(t, c)), None)
+    return None
+
+
+def _less_lag(t: int, dest: int, lags: Lags) -> int | None:
+    """Nobody is caught up: the client with the least lag (ties by process id), if it has less than
+    dest (None: dest is as good as anyone). State of unknown freshness counts as none."""
+    holders, end = lags.holders(t), lags.end[t]
+    if holders and end is not None and min(lags.rank(t, holders[0]), end) < min(lags.rank(t, dest), end):
+        return holders[0]
     return None
 
 

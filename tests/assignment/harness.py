@@ -164,14 +164,20 @@ def valid_owners(subs: list[ClientState]) -> dict[TaskId, uuid.UUID]:
     return {t: pid for t, (gen, pid) in best.items()}
 
 
+def lag(sub: ClientState, task: TaskId, end: int, owner: uuid.UUID | None) -> int:
+    """Kafka's lag, -2 for the running owner; state of unknown freshness and state ahead of the
+    changelog's end count as nothing (lag = end)."""
+    if owner == sub.process_id:
+        return -2
+    offset = sub.task_offset_sums.get(task, 0)
+    return end - offset if 0 <= offset <= end else end
+
+
 def caught_up(sub: ClientState, task: TaskId, end: int, acceptable: int, owner: uuid.UUID | None) -> bool:
     if owner == sub.process_id:
         return True
     offset = sub.task_offset_sums.get(task, 0)
-    if offset < 0:
-        return False
-    lag = end - offset if offset <= end else end
-    return 0 <= lag <= acceptable
+    return offset >= 0 and lag(sub, task, end, owner) <= acceptable
 
 
 def check_invariants(
@@ -206,13 +212,16 @@ def check_invariants(
             assert owners.get(t, pid) == pid or protocol is RebalanceProtocol.EAGER, (
                 f"{t} given to {pid} while {owners[t]} still owns it"
             )
-        # Actives only on caught-up clients, unless nobody is caught up.
+        # Actives only on caught-up clients; when nobody is caught up, on a client with the least lag.
         for t in a.active:
             acceptable = configs.acceptable_recovery_lag
             if t in end and not caught_up(by_pid[pid], t, end[t], acceptable, owners.get(t)):
                 assert not any(
                     caught_up(s, t, end[t], acceptable, owners.get(t)) for s in subs
                 ), f"{t} on {pid}, which is not caught up, while another client is"
+                least = min(lag(s, t, end[t], owners.get(t)) for s in subs)
+                here = lag(by_pid[pid], t, end[t], owners.get(t))
+                assert here == least, f"nobody is caught up on {t}: on {pid} with lag {here}, least is {least}"
     assert all(n == 1 for n in active_count.values()), "a task has two active owners"
     for t in tasks:
         if active_count[t] == 0:

@@ -120,6 +120,15 @@ def test_lagging_target_gets_warmups_and_a_probing_rebalance() -> None:
     assert r2.probing_rebalance_at_ms == 130_000  # one more task still has to move
 
 
+def test_with_nobody_caught_up_the_active_goes_to_the_least_lag_and_its_target_warms_up() -> None:
+    """KIP-441: B has the least lag on both tasks, though nobody is caught up; balance wants one task on A."""
+    end = {T[0]: 100_000, T[1]: 100_000}
+    b = ClientState(B, task_offset_sums={T[0]: 60_000, T[1]: 70_000})
+    r = assign(T[:2], [ClientState(A), b], end, AssignmentConfigs(), COOP, 0)
+    assert r.clients[B].active == {T[0], T[1]} and not r.clients[A].active
+    assert len(r.clients[A].warmup) == 1 and r.probing_rebalance_at_ms is not None
+
+
 def test_caught_up_standby_takes_over_when_the_owner_leaves() -> None:
     t = T[0]
     end = {t: 100_000}
