@@ -82,8 +82,9 @@ def assign(
             active_load[c] += 1
 
     pending_target = {m.task: m.target for m in pending}
-    standby_of = place_standbys(inputs, stateful_pool, planned, pending_target, active_load)
-    warmups = choose_warmups(pending, standby_of, lags, configs.max_warmup_replicas)
+    plan = place_standbys(inputs, stateful_pool, planned, pending_target, active_load)
+    standby_of = plan.standby_of
+    warmups = choose_warmups(pending, standby_of, plan.waiting, lags, configs.max_warmup_replicas)
 
     holder, claims = owner, inputs.ignored
     if any(s.revoked_all for s in states):  # EAGER clients ran these tasks but hold nothing: no hand-off waits
@@ -111,5 +112,5 @@ def assign(
         )
         for c, s in enumerate(states)
     }
-    probing_at = now_ms + configs.probing_rebalance_interval_ms if pending else None
+    probing_at = now_ms + configs.probing_rebalance_interval_ms if pending or plan.waiting else None
     return AssignmentResult(MappingProxyType(result), bool(handed.withheld), probing_at)

@@ -71,6 +71,7 @@ class Lags:
         self.end = end_offsets
         self.acceptable = acceptable_recovery_lag
         reports: list[dict[int, int] | None] = [None] * len(tasks)
+        unknown: set[int] = set()
         get = task_number.get
         for c, sums in enumerate(offset_sums):
             for task, offset in sums.items():
@@ -86,6 +87,7 @@ class Lags:
                     code = end - offset if offset <= end else end
                 else:
                     code = UNKNOWN
+                    unknown.add(t)
                 r = reports[t]
                 if r is None:
                     r = reports[t] = {}
@@ -103,8 +105,10 @@ class Lags:
                     r = reports[t]
                     if r is None:
                         reports[t] = {c: UNKNOWN}
+                        unknown.add(t)
                     elif c not in r:
                         r[c] = UNKNOWN
+                        unknown.add(t)
         for c, claims in enumerate(ignored_claims):  # stale owners hold state of unknown freshness
             for task in claims:
                 t = get(task)
@@ -112,8 +116,10 @@ class Lags:
                     r = reports[t]
                     if r is None:
                         reports[t] = {c: UNKNOWN}
+                        unknown.add(t)
                     elif c not in r:
                         r[c] = UNKNOWN
+                        unknown.add(t)
         for t, c in enumerate(owner):
             if c != NO_OWNER and end_offsets[t] is not None:
                 r = reports[t]
@@ -122,6 +128,7 @@ class Lags:
                 else:
                     r[c] = RUNNING
         self.reports = reports
+        self.with_unknown = unknown  # tasks some client reported state of unknown freshness for (a superset)
         # Caught up without reporting anything: the lag is the whole changelog. Ends repeat: decide each once.
         verdict: dict[int | None, bool] = {None: True}  # stateless: runs anywhere
         verdict.update((e, acceptable_lag(e, acceptable_recovery_lag)) for e in set(end_offsets) if e is not None)
@@ -157,6 +164,9 @@ class Lags:
                 cached = []
             elif len(r) == 1:
                 cached = list(r)
+            elif len(r) == 2:  # the usual case (owner and one standby): no sort
+                c1, c2 = r
+                cached = [c1, c2] if (_rank(r[c1], end), c1) < (_rank(r[c2], end), c2) else [c2, c1]
             else:
                 cached = sorted(r, key=lambda c: (_rank(r[c], end), c))
             self._holders[t] = cached

@@ -69,10 +69,24 @@ def _less_lag(t: int, dest: int, lags: Lags) -> int | None:
 
 
 def choose_warmups(
-    pending: Sequence[PendingMove], standby_of: Sequence[set[int]], lags: Lags, max_warmups: int
+    pending: Sequence[PendingMove],
+    standby_of: Sequence[set[int]],
+    waiting_standbys: Sequence[PendingMove],
+    lags: Lags,
+    max_warmups: int,
 ) -> list[PendingMove]:
-    """Warm-ups for pending moves. A target that already gets a standby of the task needs none; the
-    others are served most-advanced first, so warm-ups already in flight keep their slots."""
+    """Warm-ups, at most `max_warmups`: first for pending active moves (a target that already gets a
+    standby of the task needs none), then for standby replicas waiting for their client to catch up
+    (as Kafka serves active task movements before standby ones). Each kind is served most advanced
+    first, so warm-ups already in flight keep their slots."""
     need = [m for m in pending if m.target not in standby_of[m.task]]
     need.sort(key=lambda m: (lags.rank(m.task, m.target), m.task))
-    return need[:max_warmups]
+    chosen = need[:max_warmups]
+    taken = set(chosen)
+    for m in waiting_standbys:  # already most advanced first
+        if len(chosen) == max_warmups:
+            break
+        if m not in taken:
+            chosen.append(m)
+            taken.add(m)
+    return chosen

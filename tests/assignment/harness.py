@@ -237,8 +237,50 @@ def check_invariants(
         if t in end:  # a task withheld for hand-off is also a standby on its next owner
             expected = want + 1 if active_count[t] == 0 else want
             assert replicas[t] == expected, f"{t} has {replicas[t]} standbys, want {expected}"
+    # A task keeps a caught-up standby (or warm-up) whenever a client other than the one running it
+    # (or revoking it) is caught up: balancing waits for a warm-up rather than lose it.
+    if want:
+        runner = {t: pid for pid, a in result.clients.items() for t in a.active}
+        acceptable = configs.acceptable_recovery_lag
+        for t in end:
+            on = runner.get(t, owners.get(t))
+            hot = [s.process_id for s in subs if s.process_id != on and caught_up(s, t, end[t], acceptable, owners.get(t))]
+            holders = [pid for pid, a in result.clients.items() if t in a.standby]
+            if hot:
+                assert any(p in hot for p in holders), f"{t}: no caught-up standby on {holders}, though {hot} are caught up"
+    settled = not result.followup_rebalance and result.probing_rebalance_at_ms is None
+    # Tag spread: once nothing waits, with one tag key, a task's active and standbys use as many
+    # distinct values as they can (each replica in an unused zone while one is left).
+    keys = configs.rack_aware_assignment_tags
+    if settled and want and len(keys) == 1:
+        zones = {s.tags.get(keys[0]) for s in subs}
+        for t in end:
+            on = [pid for pid, a in result.clients.items() if t in a.active or t in a.standby - a.warmup]
+            used = {by_pid[pid].tags.get(keys[0]) for pid in on}
+            assert len(used) == min(len(on), len(zones)), f"{t} on {on} uses zones {used} of {zones}"
+    # With several keys: no replica sits where the tag rule rejects it, given the task's other
+    # replicas, while a client the rule accepts holds nothing of the task.
+    if settled and want and len(keys) > 1:
+        values = {s.process_id: tuple(s.tags.get(k) for k in keys) for s in subs}
+        distinct = [len({v[i] for v in values.values()}) for i in range(len(keys))]
+
+        def accepts(others: list[uuid.UUID], pid: uuid.UUID) -> bool:
+            return all(
+                values[pid][i] not in {values[o][i] for o in others} or len({values[o][i] for o in others}) >= distinct[i]
+                for i in range(len(keys))
+            )
+
+        for t in end:
+            runs = [pid for pid, a in result.clients.items() if t in a.active]
+            replicas = [pid for pid, a in result.clients.items() if t in a.standby - a.warmup]
+            free = [pid for pid in by_pid if pid not in runs and pid not in replicas]
+            for d in replicas:
+                others = runs + [r for r in replicas if r != d]
+                if not accepts(others, d):
+                    better = [c for c in free if accepts(others, c)]
+                    assert not better, f"{t}: replica on {d} breaks the tag rule while {better} would not"
     # Balance: once nothing waits for a warm-up or a revocation, every client is at its capacity share.
-    if not result.followup_rebalance and result.probing_rebalance_at_ms is None:
+    if settled:
         total_cap = sum(s.capacity for s in subs)
         n_stateful = sum(1 for t in tasks if t in end)
         for pid, a in result.clients.items():

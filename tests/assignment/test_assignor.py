@@ -138,6 +138,26 @@ def test_caught_up_standby_takes_over_when_the_owner_leaves() -> None:
     assert r.probing_rebalance_at_ms is None
 
 
+def test_a_new_client_warms_up_standbys_before_they_leave_caught_up_clients() -> None:
+    """Balance wants standbys on the new client C, which holds nothing: each task keeps its caught-up
+    standby on A or B meanwhile, and C gets warm-ups, within max.warmup.replicas."""
+    end = {t: 100_000 for t in T}
+    a = running(A, T[:2], owned_standby=frozenset(T[2:]))
+    b = running(B, T[2:], owned_standby=frozenset(T[:2]))
+    a = ClientState(A, owned_active=a.owned_active, owned_standby=a.owned_standby,
+                    task_offset_sums={**a.task_offset_sums, T[2]: 100_000, T[3]: 100_000})
+    b = ClientState(B, owned_active=b.owned_active, owned_standby=b.owned_standby,
+                    task_offset_sums={**b.task_offset_sums, T[0]: 100_000, T[1]: 100_000})
+    configs = AssignmentConfigs(num_standby_replicas=1, max_warmup_replicas=1)
+    r = assign(T, [a, b, ClientState(C)], end, configs, COOP, 0)
+    c = r.clients[C]
+    assert c.standby == c.warmup and len(c.warmup) == 1 and not c.active
+    for t in T:
+        hot = [pid for pid in (A, B) if t in r.clients[pid].standby]
+        assert len(hot) == 1, f"{t} keeps its caught-up standby"
+    assert r.probing_rebalance_at_ms is not None
+
+
 def test_standbys_prefer_state_and_spread_over_tags() -> None:
     t = T[0]
     end = {t: 100_000}
@@ -154,6 +174,26 @@ def test_standbys_prefer_state_and_spread_over_tags() -> None:
     r = assign([t], clients, end, tagged, EAGER, 0)
     holders = {pid for pid, a in r.clients.items() if t in a.standby}
     assert holders == {C, D}  # zones z2 and z3: never the active's zone z1 while others exist
+
+
+def test_when_no_client_passes_the_tag_rule_the_rule_is_checked_again_for_the_next_standby() -> None:
+    """Nobody passes for the first standby of the task running on a1 (every other client is in zone a
+    or on rack r1); a2, which adds an unused rack, takes it. That uses up the racks, so b1 in the
+    unused zone b passes for the second, not a3 in the active's own zone, although a3 comes first by
+    load and process id."""
+    t = T[0]
+    a1, a2, a3, b1, b2 = (uuid.UUID(int=i) for i in range(1, 6))  # process-id order
+    where = {a1: ("a", "r1"), a2: ("a", "r2"), a3: ("a", "r1"), b1: ("b", "r1"), b2: ("b", "r1")}
+    clients = [
+        ClientState(
+            pid, tags={"zone": zone, "rack": rack}, owned_active={t: 1} if pid == a1 else {},
+            task_offset_sums={t: OFFSET_SUM_RUNNING_ACTIVE} if pid == a1 else {},
+        )
+        for pid, (zone, rack) in where.items()
+    ]
+    configs = AssignmentConfigs(num_standby_replicas=2, rack_aware_assignment_tags=("zone", "rack"))
+    r = assign([t], clients, {t: 0}, configs, EAGER, 0)
+    assert {pid for pid, a in r.clients.items() if t in a.standby} == {a2, b1}
 
 
 def test_duplicate_clients_are_rejected_and_no_clients_give_an_empty_result() -> None:
