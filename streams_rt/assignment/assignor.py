@@ -25,6 +25,7 @@ from .model import (
 )
 from .ownership import NO_OWNER
 from .round_inputs import number_round, sorted_unique
+from .spread import SubtopologyShares
 from .standby_placement import place_standbys
 from .warmups import PendingMove, choose_warmups, gate_to_caught_up
 
@@ -72,9 +73,10 @@ def assign(
         if constrained_applies(inputs, pool) and not any(active_load):
             # Where the pass applies, a task that is not caught up by default has state on its owner
             # only, so it can leave its owner without a warm-up exactly when it is caught up by default.
-            target = constrained_assign(pool, owner, n, lags.default_caught_up, inputs.fill_key)
-        else:
-            target = general_assign(inputs, pool, active_load)
+            shares = SubtopologyShares.of(pool, inputs.subtopology, n)
+            target = constrained_assign(pool, owner, n, lags.default_caught_up, inputs.fill_key, shares)
+        else:  # the stateless pool fills up what the stateful one left
+            target = general_assign(inputs, pool, active_load if pool is stateless_pool else None)
         placed, moves = gate_to_caught_up(inputs, pool, target)
         pending.extend(moves)
         for t, c in zip(pool, placed):

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
-from .quotas import keep_owned
+from .quotas import capacity_quotas, keep_owned
 from .round_inputs import FillKey, RoundInputs
+from .spread import SubtopologyShares
 
 
 def constrained_applies(inputs: RoundInputs, pool: Sequence[int]) -> bool:
@@ -33,12 +34,19 @@ def constrained_assign(
     n_clients: int,
     movable: Sequence[bool],
     fill_key: FillKey | None,
+    shares: SubtopologyShares | None = None,
 ) -> list[int]:
     """Returns the target client of each task of `pool` (a dict would cost more: indexed by position).
 
     movable[t]: the task can leave its owner without a warm-up, so an owner above its quota gives it up
-    before others."""
-    quotas, target, kept, unassigned = keep_owned(pool, owner, [1] * n_clients, lambda t: (movable[t], t))
+    before others. With `shares`, the targets (spread.py) fix every client's count of every
+    subtopology, and the unassigned tasks are dealt within them."""
+    weights = [1] * n_clients
+    quotas = capacity_quotas(len(pool), weights) if shares is None else shares.start(owner, weights, None)
+    target, kept, unassigned = keep_owned(pool, owner, quotas, lambda t: (movable[t], t), shares)
+    if shares is not None:  # the targets fix every client's count of every subtopology
+        shares.deal(sorted(unassigned), target)
+        return [target[t] for t in pool]
     unassigned.sort(key=fill_key)
     need = deque((c, quotas[c] - kept[c]) for c in range(n_clients) if quotas[c] > kept[c])
     for t in unassigned:

@@ -15,6 +15,7 @@ from .lag import Lags
 from .model import AssignmentConfigs, ClientState
 from .ownership import resolve_owners
 
+_SUBTOPOLOGY = operator.itemgetter(0)
 _SUBTOPOLOGY_PARTITION = operator.itemgetter(0, 1)
 _TOPOLOGY_NAME = operator.itemgetter(2)
 
@@ -50,13 +51,23 @@ def _fill_order(ordered: Sequence[TaskId]) -> FillKey | None:
     return lambda t: _partition_major(ordered[t])
 
 
+def _subtopology_ids(ordered: Sequence[TaskId]) -> list[int]:
+    """Per task, an id of its subtopology (with its topology name), ascending in task order."""
+    if ordered[-1].topology_name is None:  # none is named (named ones sort last)
+        return list(map(_SUBTOPOLOGY, ordered))
+    ids: dict[tuple[str | None, int], int] = {}
+    return [ids.setdefault((t.topology_name, t.subtopology), len(ids)) for t in ordered]
+
+
 @dataclass(frozen=True, slots=True)
 class RoundInputs:
-    """tasks[t]: task number t's TaskId; end[t]: its changelog end-offset sum (None: stateless);
-    clients[c]: client number c; owner[t]: its valid owner (KIP-341) or NO_OWNER; ignored[c]: client
-    c's ignored claims; fill_key: the order unassigned tasks are dealt in (None: task number)."""
+    """tasks[t]: task number t's TaskId; subtopology[t]: an id of its subtopology, ascending with t;
+    end[t]: its changelog end-offset sum (None: stateless); clients[c]: client number c; owner[t]: its
+    valid owner (KIP-341) or NO_OWNER; ignored[c]: client c's ignored claims; fill_key: the order
+    unassigned tasks are dealt in (None: task number)."""
 
     tasks: list[TaskId]
+    subtopology: list[int]
     number: dict[TaskId, int]
     end: list[int | None]
     clients: list[ClientState]
@@ -103,6 +114,6 @@ def number_round(
         acceptable_recovery_lag=configs.acceptable_recovery_lag,
     )
     return RoundInputs(
-        ordered, number, end, states, [s.capacity for s in states], owner, ignored, lags, configs,
+        ordered, _subtopology_ids(ordered), number, end, states, [s.capacity for s in states], owner, ignored, lags, configs,
         _fill_order(ordered),
     )

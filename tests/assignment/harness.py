@@ -279,17 +279,42 @@ def check_invariants(
                 if not accepts(others, d):
                     better = [c for c in free if accepts(others, c)]
                     assert not better, f"{t}: replica on {d} breaks the tag rule while {better} would not"
-    # Balance: once nothing waits for a warm-up or a revocation, every client is at its capacity share.
+    # Balance, once nothing waits for a warm-up or a revocation.
     if settled:
-        total_cap = sum(s.capacity for s in subs)
-        n_stateful = sum(1 for t in tasks if t in end)
-        for pid, a in result.clients.items():
-            cap = by_pid[pid].capacity
-            stateful_load = sum(1 for t in a.active if t in end)
-            # Stateful and stateless tasks are balanced separately, each within its own share.
-            for kind, n_kind, load in (
-                ("stateful", n_stateful, stateful_load),
-                ("stateless", len(tasks) - n_stateful, len(a.active) - stateful_load),
-            ):
-                lo, hi = n_kind * cap // total_cap, -(-n_kind * cap // total_cap)
-                assert lo <= load <= hi, f"{pid} (capacity {cap}) runs {load} {kind} tasks, share is {lo}..{hi}"
+        check_balance(tasks, subs, end, result)
+
+
+def check_balance(
+    tasks: list[TaskId], subs: list[ClientState], end: dict[TaskId, int], result: AssignmentResult
+) -> None:
+    """Stateful tasks: every client within [floor, ceil] of its capacity share. All actives (per
+    thread): no stateless task could move to a client that would then run fewer per capacity unit than
+    its giver does now. Each subtopology: a client runs at most the ceil of its share of it, that share
+    being the subtopology's size times the client's part of the capacity (stateful tasks) or of the
+    stateless tasks (the stateless pool fills up what the stateful one left)."""
+    cap = {s.process_id: s.capacity for s in subs}
+    total_cap = sum(cap.values())
+    stateful = {pid: {t for t in a.active if t in end} for pid, a in result.clients.items()}
+    stateless = {pid: a.active - stateful[pid] for pid, a in result.clients.items()}
+    n_stateful = sum(1 for t in tasks if t in end)
+    for pid, load in stateful.items():
+        lo, hi = n_stateful * cap[pid] // total_cap, -(-n_stateful * cap[pid] // total_cap)
+        assert lo <= len(load) <= hi, f"{pid} (capacity {cap[pid]}) runs {len(load)} stateful tasks, share is {lo}..{hi}"
+    per_thread = {pid: len(a.active) / cap[pid] for pid, a in result.clients.items()}
+    for giver, given in stateless.items():
+        if given:
+            for taker, a in result.clients.items():
+                after = (len(a.active) + 1) / cap[taker]
+                assert after >= per_thread[giver], (
+                    f"{taker} (capacity {cap[taker]}, {len(a.active)} actives) should take a stateless task from "
+                    f"{giver} (capacity {cap[giver]}, {len(result.clients[giver].active)} actives)"
+                )
+    for pool, part, whole in (
+        (stateful, lambda pid: cap[pid], total_cap),
+        (stateless, lambda pid: len(stateless[pid]), len(tasks) - n_stateful),
+    ):
+        subtopologies = Counter((t.topology_name, t.subtopology) for held in pool.values() for t in held)
+        for pid, held in pool.items():
+            for sub, count in Counter((t.topology_name, t.subtopology) for t in held).items():
+                most = -(-subtopologies[sub] * part(pid) // whole)
+                assert count <= most, f"{pid} runs {count} tasks of subtopology {sub}, its share is at most {most}"

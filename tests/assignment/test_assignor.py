@@ -196,6 +196,52 @@ def test_when_no_client_passes_the_tag_rule_the_rule_is_checked_again_for_the_ne
     assert {pid for pid, a in r.clients.items() if t in a.standby} == {a2, b1}
 
 
+def _fed_back(result, states: list[ClientState], generation: int) -> list[ClientState]:  # noqa: ANN001
+    """The group after applying `result`: actives running, standbys caught up (changelogs of length 0)."""
+    return [
+        ClientState(
+            s.process_id, s.capacity, owned_active={t: generation for t in result.clients[s.process_id].active},
+            owned_standby=result.clients[s.process_id].standby,
+            task_offset_sums={t: 0 for t in result.clients[s.process_id].standby},
+        )
+        for s in states
+    ]
+
+
+def test_each_subtopology_spreads_over_the_clients_and_stays_spread_after_joins_and_departures() -> None:
+    """10 subtopologies x 20 partitions on 10 clients: 2 tasks of each subtopology per client (dealing
+    them round robin in partition order would give every client 20 partitions of one subtopology).
+    After a client joins, and after two leave, no client runs more than its share of a subtopology."""
+    tasks = [TaskId(s, p) for s in range(10) for p in range(20)]
+    end = {t: 0 for t in tasks}
+    states = [ClientState(uuid.UUID(int=i + 1)) for i in range(10)]
+    for event in ("start", "join", "leave"):
+        if event == "join":
+            states = [*states, ClientState(uuid.UUID(int=99))]
+        elif event == "leave":
+            states = states[2:]
+        r = assign(tasks, states, end, AssignmentConfigs(), EAGER, 0)
+        for a in r.clients.values():
+            per_sub = [sum(1 for t in a.active if t.subtopology == s) for s in range(10)]
+            assert max(per_sub) <= -(-20 // len(states)), f"{event}: {per_sub} on {len(states)} clients"
+        again = assign(tasks, _fed_back(r, states, 1), end, AssignmentConfigs(), EAGER, 0)
+        assert again.clients == r.clients  # and it is a fixpoint
+        states = _fed_back(r, states, 1)
+
+
+def test_stateless_tasks_fill_up_the_clients_the_stateful_ones_left_short() -> None:
+    """5 stateful and 5 stateless tasks on 4 equal clients; A runs 2 of each, the others 1 of each.
+    The stateful leftover stays with A; the stateless one must not (balancing each pool alone, A would
+    keep both and run 4 tasks while the others run 2): every client runs 2 or 3."""
+    full, light = [TaskId(0, p) for p in range(5)], [TaskId(1, p) for p in range(5)]
+    owned = {A: [0, 1], B: [2], C: [3], D: [4]}
+    states = [running(pid, [full[i] for i in ps] + [light[i] for i in ps]) for pid, ps in owned.items()]
+    r = assign(full + light, states, {t: 0 for t in full}, AssignmentConfigs(), EAGER, 0)
+    assert len(r.clients[A].active & set(full)) == 2
+    totals = {pid: len(a.active) for pid, a in r.clients.items()}
+    assert sorted(totals.values()) == [2, 2, 3, 3], totals
+
+
 def test_duplicate_clients_are_rejected_and_no_clients_give_an_empty_result() -> None:
     with pytest.raises(ValueError, match="twice"):
         assign(T, [ClientState(A), ClientState(A)], {}, AssignmentConfigs(), EAGER, 0)
