@@ -73,8 +73,8 @@ def assign(
         if constrained_applies(inputs, pool) and not any(active_load):
             # Where the pass applies, a task that is not caught up by default has state on its owner
             # only, so it can leave its owner without a warm-up exactly when it is caught up by default.
-            shares = SubtopologyShares.of(pool, inputs.subtopology, n)
-            target = constrained_assign(pool, owner, n, lags.default_caught_up, inputs.fill_key, shares)
+            shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank)
+            target = constrained_assign(pool, owner, inputs.rank, lags.default_caught_up, inputs.fill_key, shares)
         else:  # the stateless pool fills up what the stateful one left
             target = general_assign(inputs, pool, active_load if pool is stateless_pool else None)
         placed, moves = gate_to_caught_up(inputs, pool, target)

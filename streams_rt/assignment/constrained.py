@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
-from .quotas import capacity_quotas, keep_owned
+from .quotas import capacity_quotas, keep_owned, owned_counts
 from .round_inputs import FillKey, RoundInputs
 from .spread import SubtopologyShares
 
@@ -31,18 +31,23 @@ def constrained_applies(inputs: RoundInputs, pool: Sequence[int]) -> bool:
 def constrained_assign(
     pool: Sequence[int],
     owner: Sequence[int],
-    n_clients: int,
+    rank: Sequence[int],
     movable: Sequence[bool],
     fill_key: FillKey | None,
     shares: SubtopologyShares | None = None,
 ) -> list[int]:
     """Returns the target client of each task of `pool` (a dict would cost more: indexed by position).
 
+    rank: the clients' order for leftover tasks (RoundInputs.rank; its length is the client count).
     movable[t]: the task can leave its owner without a warm-up, so an owner above its quota gives it up
     before others. With `shares`, the targets (spread.py) fix every client's count of every
     subtopology, and the unassigned tasks are dealt within them."""
+    n_clients = len(rank)
     weights = [1] * n_clients
-    quotas = capacity_quotas(len(pool), weights) if shares is None else shares.start(owner, weights, None)
+    if shares is None:
+        quotas = capacity_quotas(len(pool), weights, rank, owned_counts(pool, owner, n_clients))
+    else:
+        quotas = shares.start(owner, weights, None)
     target, kept, unassigned = keep_owned(pool, owner, quotas, lambda t: (movable[t], t), shares)
     if shares is not None:  # the targets fix every client's count of every subtopology
         shares.deal(sorted(unassigned), target)

@@ -1,17 +1,20 @@
 """How many tasks of a pool each client should run, and the sticky start of a pool's placement.
 
-Stateful tasks (the first pool): every client gets floor(n * capacity / total) and the leftover tasks go
-one each to clients whose share is fractional (so nobody exceeds the ceiling of its share), the largest
-fractional share first, then by process id.
+Stateful tasks (the first pool), one subtopology: every client gets floor(n * capacity / total) and the
+leftover tasks go one each to clients whose share is fractional (so nobody exceeds the ceiling of its
+share), first to those owning more than the floor (keeping them costs no move), then the largest
+fractional share, then by `RoundInputs.rank` (process id order, or with rack-aware tags small zones
+first). With several subtopologies the quotas come out of the subtopology targets (spread.py).
 
 Stateless tasks (placed on top of the stateful ones): what balances the threads is the total, so each
 task goes to the client whose load per capacity unit would be lowest with it (water-filling, as
-Kafka's least-loaded placement of stateless tasks), ties by process id. Then no stateless task could
+Kafka's least-loaded placement of stateless tasks), ties by rank. Then no stateless task could
 move to a client that would run fewer tasks per capacity unit than its giver does now.
 
-Neither depends on who owns what: a quota that followed ownership could change between the two rounds
-of a cooperative move (the giver owns less in the second), moving tasks back and forth; owners keep
-their tasks within the quota anyway.
+Water-filling does not look at who owns what, and the subtopology targets only through claims that
+survive a cooperative move's second round: a preference for owners there could change between the two
+rounds (a giver shedding crowded tasks owns less than its quota in the second) and move tasks back and
+forth. With one subtopology an owner only sheds above its quota, so the preference holds.
 
 `keep_owned`: owners keep their tasks up to the quota and within their target of each subtopology
 (spread.py)."""
@@ -19,34 +22,36 @@ their tasks within the quota anyway.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import NamedTuple
 
 from .ownership import NO_OWNER
 from .spread import SubtopologyShares
 
 
-def capacity_quotas(n_tasks: int, capacities: Sequence[int]) -> list[int]:
+def capacity_quotas(n_tasks: int, capacities: Sequence[int], rank: Sequence[int], owned: Sequence[int]) -> list[int]:
     total = sum(capacities)
     quotas = [n_tasks * cap // total for cap in capacities]
     leftover = n_tasks - sum(quotas)
     if leftover:
         fractional = [c for c in range(len(capacities)) if n_tasks * capacities[c] % total]
-        order = sorted(fractional, key=lambda c: (-(n_tasks * capacities[c] % total), c))
+        order = sorted(fractional, key=lambda c: (owned[c] <= quotas[c], -(n_tasks * capacities[c] % total), rank[c]))
         for c in order[:leftover]:
             quotas[c] += 1
     return quotas
 
 
-def filling_quotas(n_tasks: int, capacities: Sequence[int], prior: Sequence[int]) -> list[int]:
+def filling_quotas(n_tasks: int, capacities: Sequence[int], prior: Sequence[int], rank: Sequence[int]) -> list[int]:
     """Water-filling over `prior` (each client's tasks from earlier pools)."""
     quotas = [0] * len(capacities)
-    heap = [((prior[c] + 1) / cap, c) for c, cap in enumerate(capacities)]
+    heap = [((prior[c] + 1) / cap, rank[c], c) for c, cap in enumerate(capacities)]
     heapq.heapify(heap)
     for _ in range(n_tasks):
-        _, c = heapq.heappop(heap)
+        _, r, c = heapq.heappop(heap)
         quotas[c] += 1
-        heapq.heappush(heap, ((prior[c] + quotas[c] + 1) / capacities[c], c))
+        heapq.heappush(heap, ((prior[c] + quotas[c] + 1) / capacities[c], r, c))
     return quotas
 
 
@@ -58,6 +63,12 @@ class Kept(NamedTuple):
     target: dict[int, int]
     load: list[int]
     unassigned: list[int]
+
+
+def owned_counts(pool: Sequence[int], owner: Sequence[int], n_clients: int) -> list[int]:
+    """How many of the pool's tasks each client owns (counted in C)."""
+    counts = Counter(map(owner.__getitem__, pool))
+    return list(map(counts.get, range(n_clients), repeat(0)))
 
 
 def keep_owned(

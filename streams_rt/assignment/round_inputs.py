@@ -64,7 +64,8 @@ class RoundInputs:
     """tasks[t]: task number t's TaskId; subtopology[t]: an id of its subtopology, ascending with t;
     end[t]: its changelog end-offset sum (None: stateless); clients[c]: client number c; owner[t]: its
     valid owner (KIP-341) or NO_OWNER; ignored[c]: client c's ignored claims; fill_key: the order
-    unassigned tasks are dealt in (None: task number)."""
+    unassigned tasks are dealt in (None: task number); rank[c]: client c's place when clients tie
+    for a leftover task (see leftover_rank)."""
 
     tasks: list[TaskId]
     subtopology: list[int]
@@ -77,10 +78,29 @@ class RoundInputs:
     lags: Lags
     configs: AssignmentConfigs
     fill_key: FillKey | None
+    rank: list[int]
 
     @property
     def n_clients(self) -> int:
         return len(self.clients)
+
+
+def leftover_rank(clients: Sequence[ClientState], capacities: Sequence[int], tag_keys: Sequence[str]) -> list[int]:
+    """Where quotas leave a task over for one of several clients, who gets it first. With
+    rack.aware.assignment.tags, clients in zones holding less of the capacity: a standby may not share
+    its active's zone, so an active in a small zone sends its standby to the big zones, while one in a
+    big zone loads the few clients of the small ones. Then by process id."""
+    if not tag_keys:
+        return list(range(len(clients)))
+    held: dict[tuple[str, str | None], int] = {}
+    for s, cap in zip(clients, capacities):
+        for k in tag_keys:
+            held[k, s.tags.get(k)] = held.get((k, s.tags.get(k)), 0) + cap
+    order = sorted(range(len(clients)), key=lambda c: (tuple(held[k, clients[c].tags.get(k)] for k in tag_keys), c))
+    rank = [0] * len(clients)
+    for place, c in enumerate(order):
+        rank[c] = place
+    return rank
 
 
 def number_round(
@@ -113,7 +133,8 @@ def number_round(
         ignored_claims=ignored,
         acceptable_recovery_lag=configs.acceptable_recovery_lag,
     )
+    capacities = [s.capacity for s in states]
     return RoundInputs(
-        ordered, _subtopology_ids(ordered), number, end, states, [s.capacity for s in states], owner, ignored, lags, configs,
-        _fill_order(ordered),
+        ordered, _subtopology_ids(ordered), number, end, states, capacities, owner, ignored, lags, configs,
+        _fill_order(ordered), leftover_rank(states, capacities, configs.rack_aware_assignment_tags),
     )

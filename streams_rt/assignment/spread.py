@@ -13,7 +13,8 @@ A client's floors leave it some ceils to take ("extras"); a subtopology hands ou
 extras, at most one per client, to clients whose share is fractional. The extras are dealt
 subtopology by subtopology, those with the fewest candidates per extra first, each to the clients
 already running more than the floor ("claims"), then to those with the most extras left to take,
-then by process id; augmenting paths finish a dealing the greedy leaves short. A claim the result does
+then by rank (process id; with rack-aware tags, small zones first: see round_inputs.leftover_rank);
+augmenting paths finish a dealing the greedy leaves short. A claim the result does
 not honour is dropped and the dealing repeated, until every remaining claim is honoured: so the
 targets of an unchanged group honour every claim and it keeps its assignment (a fixpoint), and a
 client giving up tasks under cooperative rebalancing, whose next round sees only the honoured claims,
@@ -33,10 +34,12 @@ from operator import gt, sub
 class SubtopologyShares:
     """count[g][c]: tasks of subtopology g placed on client c so far; limit[g][c]: its target."""
 
-    __slots__ = ("group", "count", "limit", "_tasks")
+    __slots__ = ("group", "count", "limit", "_tasks", "_rank")
 
-    def __init__(self, pool: Sequence[int], group: Sequence[int], n_clients: int) -> None:
-        self.group = group
+    def __init__(self, pool: Sequence[int], group: Sequence[int], rank: Sequence[int]) -> None:
+        """rank: the clients' order when they tie (RoundInputs.rank; its length is the client count)."""
+        n_clients = len(rank)
+        self.group, self._rank = group, rank
         # The pool is in task order and subtopology ids ascend with it: each subtopology is a run.
         groups = list(map(group.__getitem__, pool))
         self._tasks = {
@@ -46,12 +49,12 @@ class SubtopologyShares:
         self.limit: dict[int, list[int]] = {}
 
     @classmethod
-    def of(cls, pool: Sequence[int], group: Sequence[int], n_clients: int) -> SubtopologyShares | None:
+    def of(cls, pool: Sequence[int], group: Sequence[int], rank: Sequence[int]) -> SubtopologyShares | None:
         """None when the pool (task numbers in order, subtopology ids ascending with them) has one
         subtopology."""
         if group[pool[0]] == group[pool[-1]]:
             return None
-        return cls(pool, group, n_clients)
+        return cls(pool, group, rank)
 
     def room(self, t: int, c: int) -> bool:
         g = self.group[t]
@@ -150,7 +153,7 @@ class SubtopologyShares:
         ceils_mode = n_extras <= sum(map(len, fractional.values())) - n_extras
         while True:
             if ceils_mode:  # deal the extras
-                ceil = _deal(extras, fractional, lo, hi, claims, True)
+                ceil = _deal(extras, fractional, lo, hi, claims, True, self._rank)
                 lost = {g: claims[g] - ceil[g] for g in claims}
             else:  # deal the floors among the fractional clients: the complement
                 floored = _deal(
@@ -160,6 +163,7 @@ class SubtopologyShares:
                     [f - low for f, low in zip(frac_of, lo)],
                     claims,
                     False,
+                    self._rank,
                 )
                 lost = {g: claims[g] & floored[g] for g in claims}
             if not any(lost.values()):
@@ -193,12 +197,13 @@ def _deal(
     hi: Sequence[int],
     claimed: dict[int, set[int]],
     prefer_claimed: bool,
+    rank: Sequence[int],
 ) -> dict[int, set[int]]:
     """Per subtopology g, `wanted[g]` distinct clients of `eligible[g]`, client c taken between
     `lo[c]` and `hi[c]` times in all: first up to `lo`, then up to `hi`, each pass greedy and finished
     by augmenting paths, which never take a client's count down. The greedy takes the subtopologies
     with the fewest candidates per client wanted first; each takes the clients in `claimed[g]` first
-    (or last, without `prefer_claimed`), then those with the most room left, then by process id. A
+    (or last, without `prefer_claimed`), then those with the most room left, then by `rank`. A
     subtopology left short (never, when the bounds allow a dealing) takes every eligible client, so
     placement can finish regardless."""
     n = len(lo)
@@ -210,7 +215,7 @@ def _deal(
         left = [b - t for b, t in zip(bound, taken)]
         if not any(left):
             continue
-        rooms = _Rooms(left)
+        rooms = _Rooms(left, rank)
         for g in order:
             k = remaining[g]
             if not k:
@@ -219,7 +224,7 @@ def _deal(
 
             def claimants(most: int) -> list[int]:
                 ready = (c for c in first if left[c] > 0 and c in fits and c not in done)  # noqa: B023
-                return sorted(ready, key=lambda c: (-left[c], c))[:most]  # noqa: B023
+                return sorted(ready, key=lambda c: (-left[c], rank[c]))[:most]  # noqa: B023
 
             picks = claimants(k) if prefer_claimed else []
             skip = set(picks) if prefer_claimed else first
@@ -246,15 +251,15 @@ def _deal(
 
 
 class _Rooms:
-    """The clients by room left (most first), then by process id: buckets per room, each in id order,
-    so a greedy pick costs the clients it passes over, not a sort of all of them."""
+    """The clients by room left (most first), then by rank: buckets per room, each in rank order, so a
+    greedy pick costs the clients it passes over, not a sort of all of them."""
 
-    def __init__(self, left: list[int]) -> None:
-        self.left = left
+    def __init__(self, left: list[int], rank: Sequence[int]) -> None:
+        self.left, self.rank = left, rank
         self.buckets: list[list[int]] = [[] for _ in range(max(left, default=0) + 1)]
-        for c, room in enumerate(left):
-            if room > 0:
-                self.buckets[room].append(c)
+        for c in sorted(range(len(left)), key=rank.__getitem__):
+            if left[c] > 0:
+                self.buckets[left[c]].append(c)
 
     def first(self, k: int, accept: Callable[[int], bool]) -> list[int]:
         picks: list[int] = []
@@ -271,7 +276,7 @@ class _Rooms:
         self.buckets[room].remove(c)
         self.left[c] = room - 1
         if room > 1:
-            bisect.insort(self.buckets[room - 1], c)
+            bisect.insort(self.buckets[room - 1], c, key=self.rank.__getitem__)
 
 
 def _augment(g: int, dealt: dict[int, set[int]], eligible: dict[int, set[int]], left: list[int]) -> int | None:

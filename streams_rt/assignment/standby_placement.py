@@ -4,8 +4,9 @@
    warm-up), then the clients that hold it as standby now (stickiness; with more holders than replicas,
    caught-up and less loaded ones first), then other clients with the state, most caught up first,
    while under their share; then the least loaded client. Load and share count all tasks (actives and
-   standbys) per capacity unit. A pass then relieves clients above their share, preferring takers
-   that hold the task's state.
+   standbys) per capacity unit. Passes then move standbys from clients above the ceil of their share
+   to clients below it, and from clients above their (rounded) share to clients below it, preferring
+   takers that hold the task's state.
 2. Keep a caught-up replica (KIP-441 for standbys, as Kafka's standby task movements): when the plan
    leaves a task without a caught-up replica while a caught-up client could hold one, that client
    keeps one for now and the planned client becomes a pending standby move, which gets a warm-up from
@@ -102,7 +103,7 @@ def place_standbys(
             placement.place_tagged(t, pending_target.get(t))
     else:
         placement.place_untagged(tasks, pending_target)
-    placement.relieve_overloaded()
+    placement.rebalance()
     return StandbyPlan(standby_of, placement.keep_caught_up(tasks))
 
 
@@ -120,12 +121,18 @@ class _Placement:
     ) -> None:
         self.inputs, self.lags, self.capacities = inputs, inputs.lags, inputs.capacities
         self.per_task, self.standby_of, self.active = per_task, standby_of, active
+        # Everyone's share of all tasks (actives and standbys), by capacity, rounded so the shares add up:
+        # the leftover ceils go to the clients with the most actives per capacity unit, so that the
+        # standbys spread as evenly as the actives allow. The cap for preferring a client with state,
+        # and what the balancing passes restore; the least loaded pick balances the same quantity.
         total_cap = sum(self.capacities)
-        # Everyone's fair share of all tasks (actives and standbys), by capacity: the cap for
-        # preferring a client with state, and what the relieving pass restores. The least loaded pick
-        # balances the same quantity.
         everything = per_task * n_tasks + sum(active_load)
-        self.share = [-(-everything * cap // total_cap) for cap in self.capacities]
+        self.ceil_share = [-(-everything * cap // total_cap) for cap in self.capacities]
+        self.share = [everything * cap // total_cap for cap in self.capacities]
+        fractional = [c for c, cap in enumerate(self.capacities) if everything * cap % total_cap]
+        fractional.sort(key=lambda c: (-active_load[c] / self.capacities[c], c))
+        for c in fractional[: everything - sum(self.share)]:
+            self.share[c] += 1
         self.load = list(active_load)
         self.least_loaded = LeastLoaded(range(inputs.n_clients), self.load, self.capacities)
         tag_keys = inputs.configs.rack_aware_assignment_tags
@@ -241,44 +248,69 @@ class _Placement:
         self.load[giver] -= 1
         self.load[taker] += 1
 
-    def relieve_overloaded(self) -> None:
-        """Move standbys from clients above their share to allowed clients below it, until no such move
-        is left; a taker holding the task's state (most caught up first) before the least loaded. Run
-        to completion, so an assignment fed back unchanged has nothing to move: a fixpoint."""
-        load, share = self.load, self.share
+    def rebalance(self) -> None:
+        """Move standbys from clients above the ceil of their share to allowed clients below it, and
+        from clients above their share to allowed clients below it, until no such move is left; a
+        taker holding the task's state (most caught up first) before the least loaded. Run to
+        completion, so an assignment fed back unchanged has nothing to move: a fixpoint."""
+        # Alternate: a pass can open room another could not find. No move puts its taker above the
+        # giver's load per capacity unit, so none raises the sum over all placed tasks of their slot's
+        # level (a client's j-th task: j / capacity), and each lowers it, or the excess over the ceils,
+        # or the distance to the shares: this ends.
+        while (
+            self._move_down(self.ceil_share, self.ceil_share)
+            | self._move_down(self.share, self.share)
+            | self._even_out()
+        ):
+            pass
+
+    def _move_down(self, give_above: Sequence[int], take_below: Sequence[int]) -> bool:
+        """Moves standbys from clients with load above `give_above` (most loaded first) to clients with
+        load below `take_below`; a giver never goes below its limit, a taker never reaches its own.
+        Returns whether anything moved."""
+        load, capacities = self.load, self.capacities
         n = len(load)
-        over = [c for c in range(n) if load[c] > share[c]]
-        if not over:
-            return
+        over = sorted((c for c in range(n) if load[c] > give_above[c]), key=lambda c: (-load[c] / capacities[c], c))
+        takers = LeastLoaded((d for d in range(n) if load[d] < take_below[d]), load, capacities, take_below)
+        if not over or not takers:
+            return False
         held: list[list[int]] = [[] for _ in range(n)]
         for t, holders in enumerate(self.standby_of):
             for c in holders:
                 held[c].append(t)
-        takers = LeastLoaded((d for d in range(n) if load[d] < share[d]), load, self.capacities, share)
         holders_of, reports = self.lags.holders, self.lags.reports
         spread, active, standby_of = self.spread, self.active, self.standby_of
         no_spare: set[int] = set()
-        moved = True
+        moved, any_moved = True, False
         while moved and takers:
             moved = False
             for c in over:
+                if not takers:
+                    break
                 for t in list(held[c]):
-                    if load[c] <= share[c]:
+                    if load[c] <= give_above[c]:
                         break
                     holders = standby_of[t]
                     excluded = holders | {active[t]}
-                    fits = None if spread is None else self._fits_instead(t, c)
+                    tagged = None if spread is None else self._fits_instead(t, c)
+                    level = load[c] / capacities[c]
+
+                    def fits(d: int) -> bool:
+                        # Never above the giver's level: with capacities that differ, the shares could
+                        # otherwise pull against Kafka's criterion (_even_out) forever.
+                        return (load[d] + 1) / capacities[d] <= level and (tagged is None or tagged(d))  # noqa: B023
+
                     d = None
                     if t not in no_spare:
                         # A taker with state: a reporter besides the holders and the active's client.
-                        # The pass never brings a giver below its share, so once no reporter is below
-                        # its share, none will be.
+                        # Givers never go below their limit, so once no reporter is below its limit,
+                        # none will be.
                         r = reports[t]
                         spare = []
                         if r is not None and (len(r) > len(holders) + 1 or active[t] not in r):
-                            spare = [h for h in holders_of(t) if load[h] < share[h] and h not in excluded]
+                            spare = [h for h in holders_of(t) if load[h] < take_below[h] and h not in excluded]
                         if spare:
-                            d = next((h for h in spare if fits is None or fits(h)), None)
+                            d = next((h for h in spare if fits(h)), None)
                         else:
                             no_spare.add(t)
                     polled = d is None
@@ -293,9 +325,45 @@ class _Placement:
                     load[c] -= 1
                     load[d] += 1
                     held[c].remove(t)
-                    if polled and load[d] < share[d]:
+                    if polled and load[d] < take_below[d]:
                         takers.offer(d)
-                    moved = True
+                    moved = any_moved = True
+        return any_moved
+
+    def _even_out(self) -> bool:
+        """Where the shares cannot be reached (the tag rule confines replicas to some zones), Kafka's own
+        criterion: a standby moves to a client whose load per capacity unit, with it, stays below the
+        giver's, a client holding the task's state before the least loaded. Returns whether anything
+        moved."""
+        load, capacities, n = self.load, self.capacities, len(self.load)
+        if min((load[c] + 1) / capacities[c] for c in range(n)) >= max(load[c] / capacities[c] for c in range(n)):
+            return False  # no pair of clients has a move that evens them out
+        held: list[list[int]] = [[] for _ in range(n)]
+        for t, holders in enumerate(self.standby_of):
+            for c in holders:
+                held[c].append(t)
+        any_moved = False
+        for c in sorted(range(n), key=lambda c: (-load[c] / capacities[c], c)):
+            takers = LeastLoaded(range(n), load, capacities)  # afresh: the last giver's load went down
+            for t in list(held[c]):
+                level = load[c] / capacities[c]
+                fits = self._fits_instead(t, c)
+
+                def evens(d: int) -> bool:
+                    return (load[d] + 1) / capacities[d] < level and fits(d)  # noqa: B023
+
+                excluded = self.standby_of[t] | {self.active[t]}
+                d = next((h for h in self.lags.holders(t) if h not in excluded and evens(h)), None)
+                if d is None:
+                    d = takers.poll(excluded, evens)
+                    if d is None:
+                        continue
+                    takers.offer(d)  # re-keyed below, when its load has changed
+                self._move(t, c, d)
+                held[c].remove(t)
+                held[d].append(t)
+                any_moved = True
+        return any_moved
 
     def keep_caught_up(self, tasks: Sequence[int]) -> list[PendingMove]:
         """Where no planned replica of a task is caught up but a caught-up client (not the active's)

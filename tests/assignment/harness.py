@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from streams_rt.assignment import (
@@ -282,6 +282,68 @@ def check_invariants(
     # Balance, once nothing waits for a warm-up or a revocation.
     if settled:
         check_balance(tasks, subs, end, result)
+        if want:
+            check_standby_balance(subs, end, configs, result)
+
+
+def _tag_rule(subs: list[ClientState], keys: tuple[str, ...]) -> Callable[[list[uuid.UUID], uuid.UUID], bool]:
+    """rack.aware.assignment.tags: may `pid` hold a replica next to `others`? Each of its tag values
+    must be unused among them, unless they use every value of that key already."""
+    values = {s.process_id: tuple(s.tags.get(k) for k in keys) for s in subs}
+    distinct = [len({v[i] for v in values.values()}) for i in range(len(keys))]
+
+    def accepts(others: list[uuid.UUID], pid: uuid.UUID) -> bool:
+        return all(
+            values[pid][i] not in {values[o][i] for o in others} or len({values[o][i] for o in others}) >= distinct[i]
+            for i in range(len(keys))
+        )
+
+    return accepts
+
+
+def check_standby_balance(
+    subs: list[ClientState], end: dict[TaskId, int], configs: AssignmentConfigs, result: AssignmentResult
+) -> None:
+    """No standby could move from a client above the ceil of its share of all tasks (actives and
+    standbys, by capacity) to one below it, nor from a client above its rounded share to one below it,
+    nor to a client whose load per capacity unit, with it, would stay below the giver's (Kafka's
+    criterion), where the taker runs nothing of the task and the tag rule allows it (the first two
+    only to a taker that would not rise above the giver's load per capacity unit). The rounded
+    shares: floors, and the leftover ceils to the clients with the most actives per capacity unit, then
+    by process id."""
+    cap = {s.process_id: s.capacity for s in subs}
+    total_cap = sum(cap.values())
+    replicas = {pid: a.standby - a.warmup for pid, a in result.clients.items()}
+    load = {pid: len(a.active) + len(replicas[pid]) for pid, a in result.clients.items()}
+    everything = sum(load.values())
+    rounded = {pid: everything * c // total_cap for pid, c in cap.items()}
+    fractional = sorted(
+        (pid for pid, c in cap.items() if everything * c % total_cap),
+        key=lambda pid: (-len(result.clients[pid].active) / cap[pid], pid),
+    )
+    for pid in fractional[: everything - sum(rounded.values())]:
+        rounded[pid] += 1
+    accepts = _tag_rule(subs, configs.rack_aware_assignment_tags)
+    ceil = {pid: -(-everything * c // total_cap) for pid, c in cap.items()}
+    pairs = [
+        *(
+            (g, t)
+            for limit in (ceil, rounded)
+            for g in load
+            if load[g] > limit[g]
+            for t in load
+            if load[t] < limit[t] and (load[t] + 1) / cap[t] <= load[g] / cap[g]
+        ),
+        *((g, t) for g in load for t in load if (load[t] + 1) / cap[t] < load[g] / cap[g]),
+    ]
+    for giver, taker in pairs:
+        for t in replicas[giver]:
+            runs = [p for p, a in result.clients.items() if t in a.active or t in replicas[p]]
+            others = [p for p in runs if p != giver]
+            assert taker in runs or not accepts(others, taker), (
+                f"standby {t} could move from {giver} (load {load[giver]}, capacity {cap[giver]}) to "
+                f"{taker} (load {load[taker]}, capacity {cap[taker]})"
+            )
 
 
 def check_balance(

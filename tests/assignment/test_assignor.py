@@ -242,6 +242,29 @@ def test_stateless_tasks_fill_up_the_clients_the_stateful_ones_left_short() -> N
     assert sorted(totals.values()) == [2, 2, 3, 3], totals
 
 
+def test_rack_aware_standbys_even_out_within_a_zone_after_a_client_joins_it() -> None:
+    """Zones of 6, 4 and 2 clients, one standby that may not share its active's zone. A client joins
+    zone a: its standbys (only of tasks active in b or c) come within one of the other zone-a clients'
+    (before, nothing moved to it once every client was at the ceil of its share of all tasks)."""
+    tasks = [TaskId(s, p) for s in range(6) for p in range(20)]
+    end = {t: 0 for t in tasks}
+    configs = AssignmentConfigs(num_standby_replicas=1, rack_aware_assignment_tags=("zone",))
+    zones = dict(zip((uuid.UUID(int=i + 1) for i in range(12)), "aaaaaabbbbcc"))
+    states = [ClientState(pid, tags={"zone": z}) for pid, z in zones.items()]
+    r = assign(tasks, states, end, configs, EAGER, 0)
+    new = uuid.UUID(int=99)
+    zones[new] = "a"
+    fed = [
+        ClientState(s.process_id, tags=s.tags, owned_active={t: 1 for t in r.clients[s.process_id].active},
+                    owned_standby=r.clients[s.process_id].standby,
+                    task_offset_sums={t: 0 for t in r.clients[s.process_id].standby})
+        for s in states
+    ]
+    r = assign(tasks, [*fed, ClientState(new, tags={"zone": "a"})], end, configs, EAGER, 0)
+    zone_a = [len(a.standby) for pid, a in r.clients.items() if zones[pid] == "a"]
+    assert max(zone_a) - min(zone_a) <= 1, zone_a
+
+
 def test_duplicate_clients_are_rejected_and_no_clients_give_an_empty_result() -> None:
     with pytest.raises(ValueError, match="twice"):
         assign(T, [ClientState(A), ClientState(A)], {}, AssignmentConfigs(), EAGER, 0)
@@ -262,7 +285,7 @@ def test_linear_pass_moves_no_more_than_the_general_path(n: int, n_tasks: int, d
     inputs = number_round(tasks, clients, {t: 0 for t in tasks}, (), AssignmentConfigs())
     assert inputs.owner == owner
     pool = list(range(n_tasks))
-    linear = constrained_assign(pool, owner, n, [True] * n_tasks, inputs.fill_key)
+    linear = constrained_assign(pool, owner, inputs.rank, [True] * n_tasks, inputs.fill_key)
     general = general_assign(inputs, pool)
     for placed in (linear, general):
         loads = [placed.count(c) for c in range(n)]
