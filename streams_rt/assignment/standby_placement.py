@@ -174,45 +174,83 @@ class _Placement:
 
     def place_tagged(self, t: int, target: int | None) -> None:
         """The untagged preferences, each only where the tag rule allows; then the least loaded allowed
-        clients. A sticky holder the rule rejects may become acceptable once others are placed (a tag
-        runs out of unused values), so the holders are offered until nothing changes."""
+        clients, or the least loaded of those adding the most unused tag values when none is left.
+        With several tag keys the rule depends on the order replicas are taken in, so the result is
+        checked the way the next round's sticky pass will see it (holders in process-id order): a
+        holder that pass would drop is replaced now, so an unchanged group keeps its standbys."""
+        assert self.spread is not None
+        spread, load = self.spread, self.load
+        holding: Sequence[int] = self.lags.standby_owners[t]
+        if len(holding) > self.per_task:
+            holding = self._by_preference(t, holding)
+        avoid: set[int] = set()
+        for _ in range(self.per_task + 1):
+            chosen = self._choose_tagged(t, target, holding, avoid)
+            kept = self._keep(t, sorted(chosen), spread.start(self.active[t]), set(), self.per_task)
+            if len(kept) == len(chosen):
+                break
+            for c in chosen:
+                load[c] -= 1
+            avoid |= chosen - set(kept)
+            holding, target = kept, None
+        self.standby_of[t] = chosen
+
+    def _keep(self, t: int, holders: Sequence[int], used: Used, taken: set[int], slots: int) -> list[int]:
+        """Which sticky holders stay, at most `slots` (taking them into `used`; `taken` already hold a
+        replica): each the tag rule allows, offered again while one more is taken (a tag may run out of
+        unused values); then, while no client passes, one adding as many unused tag values as any client
+        would (what the fallback would choose)."""
+        assert self.spread is not None
+        spread, a = self.spread, self.active[t]
+        kept: list[int] = []
+        waiting = [c for c in holders if c != a and c not in taken]
+        while waiting and len(kept) < slots:
+            rejected = []
+            for c in waiting:
+                if len(kept) < slots and spread.allows(used, c):
+                    kept.append(c)
+                    spread.add(used, c)
+                else:
+                    rejected.append(c)
+            if len(rejected) == len(waiting):
+                break
+            waiting = rejected
+        while waiting and len(kept) < slots:
+            best = max(
+                spread.score(used, c) for c in range(self.inputs.n_clients) if c != a and c not in kept and c not in taken
+            )
+            keep = next((c for c in waiting if spread.score(used, c) == best), None)
+            if keep is None:
+                break
+            kept.append(keep)
+            spread.add(used, keep)
+            waiting.remove(keep)
+        return kept
+
+    def _choose_tagged(self, t: int, target: int | None, holding: Sequence[int], avoid: set[int]) -> set[int]:
+        """One try at task t's replicas (adding their load), avoiding the clients in `avoid`."""
         assert self.spread is not None
         spread, load, share, per_task = self.spread, self.load, self.share, self.per_task
         a = self.active[t]
-        chosen = self.standby_of[t] = set()
         used = spread.start(a)
+        chosen: set[int] = set()
 
         def take(c: int) -> None:
             chosen.add(c)
             load[c] += 1
             spread.add(used, c)
 
-        def fits(c: int) -> bool:
-            return c != a and c not in chosen and spread.allows(used, c)
-
-        if target is not None and load[target] < share[target] and fits(target):
+        if target is not None and load[target] < share[target] and target != a and spread.allows(used, target):
             take(target)
-        waiting: Sequence[int] = self.lags.standby_owners[t]
-        if len(waiting) > per_task:
-            waiting = self._by_preference(t, waiting)
-        while waiting and len(chosen) < per_task:
-            rejected = []
-            for c in waiting:
-                if len(chosen) < per_task and fits(c):
-                    take(c)
-                else:
-                    rejected.append(c)
-            if len(rejected) == len(waiting):
-                break
-            waiting = rejected
+        for c in self._keep(t, holding, used, chosen, per_task - len(chosen)):
+            chosen.add(c)
+            load[c] += 1
         for c in self.lags.holders(t):
             if len(chosen) == per_task:
                 break
-            if load[c] < share[c] and fits(c):
+            if load[c] < share[c] and c != a and c not in chosen and c not in avoid and spread.allows(used, c):
                 take(c)
-        # The least loaded allowed clients; when none is left, the least loaded of those adding the
-        # most unused tag values, checking the rule again before each replica.
-        skip = chosen | {a}
+        skip = chosen | avoid | {a}
         picked: list[int] = []
         for _ in range(per_task - len(chosen)):
             pick = None
@@ -227,6 +265,7 @@ class _Placement:
             picked.append(pick)
         for c in picked:
             self.least_loaded.offer(c)
+        return chosen
 
     def _by_preference(self, t: int, clients: Sequence[int]) -> list[int]:
         """Caught-up clients first, then the less loaded (per capacity unit), then by process id."""
@@ -235,12 +274,24 @@ class _Placement:
 
     def _fits_instead(self, t: int, giver: int) -> Callable[[int], bool]:
         """Whether a client may hold task t's replica instead of `giver`: not the active's client, not
-        a holder already, and allowed by the tag rule given the task's other replicas."""
+        a holder already, and allowed by the tag rule given the task's other replicas. With several tag
+        keys, where the rule depends on the order, also such that the next round's sticky pass keeps
+        every replica (see place_tagged)."""
         holders, a, spread = self.standby_of[t], self.active[t], self.spread
         if spread is None:
             return lambda d: d != a and d not in holders
         used = spread.used_without(holders, giver, a)
-        return lambda d: d != a and d not in holders and spread.allows(used, d)
+        if len(spread.keys) == 1:
+            return lambda d: d != a and d not in holders and spread.allows(used, d)
+        others = holders - {giver}
+
+        def fits(d: int) -> bool:
+            if d == a or d in holders or not spread.allows(used, d):
+                return False
+            after = sorted(others | {d})
+            return len(self._keep(t, after, spread.start(a), set(), len(after))) == len(after)
+
+        return fits
 
     def _move(self, t: int, giver: int, taker: int) -> None:
         self.standby_of[t].discard(giver)
