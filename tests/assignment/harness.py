@@ -255,27 +255,19 @@ def check_invariants(
     if settled and want and len(keys) == 1:
         zones = {s.tags.get(keys[0]) for s in subs}
         for t in end:
-            on = [pid for pid, a in result.clients.items() if t in a.active or t in a.standby - a.warmup]
-            used = {by_pid[pid].tags.get(keys[0]) for pid in on}
-            assert len(used) == min(len(on), len(zones)), f"{t} on {on} uses zones {used} of {zones}"
+            placed = [pid for pid, a in result.clients.items() if t in a.active or t in a.standby - a.warmup]
+            used = {by_pid[pid].tags.get(keys[0]) for pid in placed}
+            assert len(used) == min(len(placed), len(zones)), f"{t} on {placed} uses zones {used} of {zones}"
     # With several keys: no replica sits where the tag rule rejects it, given the task's other
     # replicas, while a client the rule accepts holds nothing of the task.
     if settled and want and len(keys) > 1:
-        values = {s.process_id: tuple(s.tags.get(k) for k in keys) for s in subs}
-        distinct = [len({v[i] for v in values.values()}) for i in range(len(keys))]
-
-        def accepts(others: list[uuid.UUID], pid: uuid.UUID) -> bool:
-            return all(
-                values[pid][i] not in {values[o][i] for o in others} or len({values[o][i] for o in others}) >= distinct[i]
-                for i in range(len(keys))
-            )
-
+        accepts = _tag_rule(subs, keys)
         for t in end:
             runs = [pid for pid, a in result.clients.items() if t in a.active]
-            replicas = [pid for pid, a in result.clients.items() if t in a.standby - a.warmup]
-            free = [pid for pid in by_pid if pid not in runs and pid not in replicas]
-            for d in replicas:
-                others = runs + [r for r in replicas if r != d]
+            holding = [pid for pid, a in result.clients.items() if t in a.standby - a.warmup]
+            free = [pid for pid in by_pid if pid not in runs and pid not in holding]
+            for d in holding:
+                others = runs + [r for r in holding if r != d]
                 if not accepts(others, d):
                     better = [c for c in free if accepts(others, c)]
                     assert not better, f"{t}: replica on {d} breaks the tag rule while {better} would not"

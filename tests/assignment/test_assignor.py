@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from streams_rt.assignment import (
     AssignmentConfigs,
+    AssignmentResult,
     ClientState,
     RebalanceProtocol,
     TaskTopology,
@@ -196,7 +197,7 @@ def test_when_no_client_passes_the_tag_rule_the_rule_is_checked_again_for_the_ne
     assert {pid for pid, a in r.clients.items() if t in a.standby} == {a2, b1}
 
 
-def _fed_back(result, states: list[ClientState], generation: int) -> list[ClientState]:  # noqa: ANN001
+def _fed_back(result: AssignmentResult, states: list[ClientState], generation: int) -> list[ClientState]:
     """The group after applying `result`: actives running, standbys caught up (changelogs of length 0)."""
     return [
         ClientState(

@@ -29,7 +29,7 @@ def groups(draw: st.DrawFn) -> tuple:
     stateless = set(draw(st.lists(st.sampled_from(tasks), max_size=3)))
     end = {t: draw(st.sampled_from([0, 5_000, 50_000])) for t in tasks if t not in stateless}
     clients = []
-    gens = {}
+    gens: dict[TaskId, int] = {}
     for pid in pids:
         owned, sums, standby = {}, {}, set()
         for t in tasks:
