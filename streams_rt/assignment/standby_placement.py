@@ -5,8 +5,9 @@
    caught-up and less loaded ones first), then other clients with the state, most caught up first,
    while under their share; then the least loaded client. Load and share count all tasks (actives and
    standbys) per capacity unit. Passes then move standbys from clients above the ceil of their share
-   to clients below it, and from clients above their (rounded) share to clients below it, preferring
-   takers that hold the task's state.
+   to clients below it, from clients above their (rounded) share to clients below it, and to any
+   client that stays below the giver's load per capacity unit with it (Kafka's criterion, for zones
+   the tag rule keeps from their share), preferring takers that hold the task's state.
 2. Keep a caught-up replica (KIP-441 for standbys, as Kafka's standby task movements): when the plan
    leaves a task without a caught-up replica while a caught-up client could hold one, that client
    keeps one for now and the planned client becomes a pending standby move, which gets a warm-up from
@@ -16,7 +17,9 @@
 With `rack.aware.assignment.tags`, a replica goes only where every tag value differs from the values
 already used by the task's active and replicas, until a tag has no unused value left (then that tag
 stops constraining). When no client passes, the client that adds the most unused values is taken
-(least loaded first), and the rule is checked again for the next replica."""
+(least loaded first), and the rule is checked again for the next replica. With several keys the rule
+depends on the order replicas are taken in; replicas are chosen as the next round's sticky pass will
+keep them, so an unchanged group keeps its standbys."""
 
 from __future__ import annotations
 
