@@ -31,8 +31,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -129,6 +129,27 @@ def run_ours(case: Case, members: list[Member], configs: AssignmentConfigs) -> t
     return best * 1000, {pid: (a.active, a.standby - a.warmup) for pid, a in result.clients.items()}
 
 
+@dataclass(frozen=True)
+class KafkaClient:
+    """One client of a problem for Kafka's assignor, as its subscription describes it: `offsets` are the
+    offset sums of the state it holds besides its running actives (-2, added by the harness)."""
+
+    pid: uuid.UUID
+    capacity: int
+    active: frozenset[TaskId] = frozenset()
+    standby: frozenset[TaskId] = frozenset()
+    offsets: Mapping[TaskId, int] = field(default_factory=dict)
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KafkaAnswer:
+    min_ms: float
+    runs: int
+    assignment: Assignment  # per client: active, standby (warm-ups included: Kafka does not tell them apart)
+    probing: bool  # the assignor asked for a probing rebalance
+
+
 class KafkaHarness:
     """One JVM for the whole run, so the JIT stays warm from case to case."""
 
@@ -141,31 +162,42 @@ class KafkaHarness:
         )
         self.n = 0
 
-    def run(
-        self, case: Case, members: list[Member], configs: AssignmentConfigs, warmup: int, measure: int,
-        max_seconds: float,
-    ) -> tuple[float, int, Assignment]:
+    def solve(
+        self,
+        configs: AssignmentConfigs,
+        ends: Mapping[TaskId, int],
+        stateless: Collection[TaskId],
+        clients: Sequence[KafkaClient],
+        warmup: int = 0,
+        measure: int = 1,
+        max_seconds: float = 15.0,
+    ) -> KafkaAnswer:
+        """Kafka's HighAvailabilityTaskAssignor on one problem: `ends` are the stateful tasks' changelog
+        end-offset sums; `stateless` the other tasks."""
         self.n += 1
         problem, answer = self.workdir / f"p{self.n}.txt", self.workdir / f"r{self.n}.txt"
         lines = [
-            f"configs {configs.num_standby_replicas} {configs.acceptable_recovery_lag} "
-            f"{configs.max_warmup_replicas} {configs.probing_rebalance_interval_ms}",
+            " ".join([
+                f"configs {configs.num_standby_replicas} {configs.acceptable_recovery_lag}",
+                f"{configs.max_warmup_replicas} {configs.probing_rebalance_interval_ms}",
+                *configs.rack_aware_assignment_tags,
+            ]),
             f"iterations {warmup} {measure} {max_seconds}",
         ]
-        lines += [f"task {t} {END_OFFSET}" for t in case.tasks]
-        for m in members:
-            lines.append(f"client {m.pid} {m.capacity}")
-            lines.append("active " + " ".join(map(str, sorted(m.active))))
-            lines.append("standby " + " ".join(map(str, sorted(m.standby))))
-            lines.append("offsets " + " ".join(f"{t}:{END_OFFSET}" for t in sorted(m.standby)))
+        lines += [f"task {t} {end}" for t, end in ends.items()]
+        lines += [f"stateless {t}" for t in stateless]
+        for c in clients:
+            lines.append(" ".join([f"client {c.pid} {c.capacity}", *(f"{k}={v}" for k, v in sorted(c.tags.items()))]))
+            lines.append("active " + " ".join(map(str, sorted(c.active))))
+            lines.append("standby " + " ".join(map(str, sorted(c.standby))))
+            lines.append("offsets " + " ".join(f"{t}:{o}" for t, o in sorted(c.offsets.items())))
         problem.write_text("\n".join(lines) + "\n")
         assert self.proc.stdin and self.proc.stdout
         self.proc.stdin.write(f"{problem} {answer}\n")
         self.proc.stdin.flush()
         reply = self.proc.stdout.readline().split()
         if not reply or reply[0] != "done":
-            raise RuntimeError(f"Kafka harness failed on {case.name}: {reply}")
-        runs, min_ms = int(reply[2]), float(reply[3])
+            raise RuntimeError(f"Kafka harness failed on {problem}: {reply}")
         out: Assignment = {}
         pid = None
         active: frozenset[TaskId] = frozenset()
@@ -180,7 +212,20 @@ class KafkaHarness:
                 out[pid] = (active, frozenset(TaskId.parse(x) for x in rest))
         problem.unlink()
         answer.unlink()
-        return min_ms, runs, out
+        return KafkaAnswer(float(reply[3]), int(reply[2]), out, reply[4] == "true")
+
+    def run(
+        self, case: Case, members: list[Member], configs: AssignmentConfigs, warmup: int, measure: int,
+        max_seconds: float,
+    ) -> tuple[float, int, Assignment]:
+        """One timed bench round: every changelog END_OFFSET long, standbys caught up to it."""
+        clients = [
+            KafkaClient(m.pid, m.capacity, m.active, m.standby, {t: END_OFFSET for t in m.standby})
+            for m in members
+        ]
+        ends = {t: END_OFFSET for t in case.tasks}
+        answer = self.solve(configs, ends, (), clients, warmup, measure, max_seconds)
+        return answer.min_ms, answer.runs, answer.assignment
 
     def close(self) -> None:
         if self.proc.stdin:

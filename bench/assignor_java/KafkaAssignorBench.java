@@ -1,8 +1,14 @@
 // Runs Kafka Streams' own HighAvailabilityTaskAssignor (kafka-streams 4.1.1) on problems written by
-// bench/assignor.py, so both assignors see the same input in the same run.
+// bench/assignor.py and bench/assignor_quality.py, so both assignors see the same input in the same run.
 //
 // Protocol: one JVM serves many problems. Each stdin line is "<problem file> <result file>"; the
-// harness answers on stdout with "done <median ms> <runs> <min ms>" after writing the assignment.
+// harness answers on stdout with "done <median ms> <runs> <min ms> <probing>" after writing the
+// assignment (<probing>: the assignor asked for a probing rebalance).
+//
+// Problem file lines: "configs <standbys> <acceptable lag> <max warm-ups> <probing ms> [tag key ...]",
+// "iterations <warm-up runs> <measured runs> <max seconds>", "task <id> <end offset sum>" (stateful),
+// "stateless <id>", then per client "client <process id> <capacity> [key=value ...]" (client tags)
+// followed by its "active", "standby" and "offsets <id>:<offset sum> ..." lines.
 // Timed, like our assign() which starts from offset sums: what StreamsPartitionAssignor does for the
 // assignor's input (a ClientState per client, its offset sums, ClientState.initializePrevTasks and
 // computeTaskLags against the changelog end offsets) and then HighAvailabilityTaskAssignor.assign().
@@ -56,6 +62,7 @@ public final class KafkaAssignorBench {
     static final class Client {
         ProcessId id;
         int capacity;
+        Map<String, String> tags = new HashMap<>();
         Set<TaskId> active = new HashSet<>();
         Set<TaskId> standby = new HashSet<>();
         Map<TaskId, Long> offsets = new HashMap<>();
@@ -67,6 +74,7 @@ public final class KafkaAssignorBench {
         int measure;
         double maxSeconds;
         List<TaskId> tasks = new ArrayList<>();
+        Set<TaskId> stateful = new TreeSet<>();
         Map<TaskId, Long> end = new HashMap<>();
         List<Client> clients = new ArrayList<>();
     }
@@ -83,8 +91,10 @@ public final class KafkaAssignorBench {
             String[] f = line.trim().split("\\s+");
             switch (f[0]) {
                 case "configs":
+                    List<String> tagKeys = new ArrayList<>();
+                    for (int i = 5; i < f.length; i++) tagKeys.add(f[i]);
                     p.configs = new AssignmentConfigs(Long.parseLong(f[2]), Integer.parseInt(f[3]),
-                        Integer.parseInt(f[1]), Long.parseLong(f[4]), Collections.emptyList());
+                        Integer.parseInt(f[1]), Long.parseLong(f[4]), tagKeys);
                     break;
                 case "iterations":
                     p.warmup = Integer.parseInt(f[1]);
@@ -94,12 +104,20 @@ public final class KafkaAssignorBench {
                 case "task":
                     TaskId t = task(f[1]);
                     p.tasks.add(t);
+                    p.stateful.add(t);
                     p.end.put(t, Long.parseLong(f[2]));
+                    break;
+                case "stateless":
+                    p.tasks.add(task(f[1]));
                     break;
                 case "client":
                     current = new Client();
                     current.id = new ProcessId(UUID.fromString(f[1]));
                     current.capacity = Integer.parseInt(f[2]);
+                    for (int i = 3; i < f.length; i++) {
+                        String[] kv = f[i].split("=", 2);
+                        current.tags.put(kv[0], kv[1]);
+                    }
                     p.clients.add(current);
                     break;
                 case "active":
@@ -125,7 +143,7 @@ public final class KafkaAssignorBench {
     static Map<ProcessId, ClientState> states(Problem p) {
         Map<ProcessId, ClientState> states = new TreeMap<>();
         for (Client c : p.clients) {
-            ClientState state = new ClientState(c.id, Collections.emptyMap());
+            ClientState state = new ClientState(c.id, c.tags);
             for (int i = 0; i < c.capacity; i++) state.incrementCapacity();
             Map<TaskId, Long> sums = new HashMap<>(c.offsets);
             for (TaskId t : c.active) sums.put(t, -2L);  // Task.LATEST_OFFSET: running active
@@ -148,12 +166,13 @@ public final class KafkaAssignorBench {
             NoRacks racks = new NoRacks(p.configs);
             List<Double> times = new ArrayList<>();
             Map<ProcessId, ClientState> last = null;
+            boolean probing = false;
             double spent = 0;
             int total = p.warmup + p.measure;
             for (int i = 0; i < total; i++) {
                 long t0 = System.nanoTime();
                 Map<ProcessId, ClientState> s = states(p);
-                new HighAvailabilityTaskAssignor().assign(s, all, all, racks, p.configs);
+                probing = new HighAvailabilityTaskAssignor().assign(s, all, p.stateful, racks, p.configs);
                 double ms = (System.nanoTime() - t0) / 1e6;
                 spent += ms / 1000.0;
                 last = s;
@@ -177,7 +196,8 @@ public final class KafkaAssignorBench {
                 }
             }
             Collections.sort(times);
-            System.out.println("done " + times.get(times.size() / 2) + " " + times.size() + " " + times.get(0));
+            System.out.println("done " + times.get(times.size() / 2) + " " + times.size() + " " + times.get(0)
+                + " " + probing);
             System.out.flush();
         }
     }

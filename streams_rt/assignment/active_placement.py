@@ -1,70 +1,78 @@
 """The general path for active tasks: any capacities, and state held by clients other than the owner
 (standbys, earlier owners, warm-ups) steers where an unowned task goes.
 
-1. Quotas by capacity (see quotas.py). 2. Keep: each owner keeps owned tasks up to its quota, giving
-up first those another client could take without a warm-up. 3. Fill the rest, first onto caught-up
-clients with room, then onto clients with partial state, then onto the least loaded client with room
-(a heap, so the cost is O(tasks log clients), never clients x tasks)."""
+1. Quotas (see quotas.py). 2. Keep: each owner keeps owned tasks up to its quota and its share of each
+subtopology (spread.py), giving up first those another client could take without a warm-up. 3. Fill
+the rest, first onto caught-up clients with room, then onto clients with partial state, then onto the
+least loaded client with room (LeastLoaded, so the cost is O(tasks log clients), never clients x
+tasks); "room" includes the client's share of the task's subtopology, unless no client with room
+for the task has any."""
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from .lag import Lags
-from .quotas import keep_owned
+from .least_loaded import LeastLoaded
+from .quotas import capacity_quotas, filling_quotas, keep_owned, owned_counts
+from .round_inputs import RoundInputs
+from .spread import SubtopologyShares
 
 
-def general_assign(
-    pool: Sequence[int],
-    owner: Sequence[int],
-    capacities: Sequence[int],
-    lags: Lags,
-    fill_key: Callable[[int], object] | None,
-    prior_load: Sequence[int] | None = None,
-) -> list[int]:
+def general_assign(inputs: RoundInputs, pool: Sequence[int], prior_load: Sequence[int] | None = None) -> list[int]:
+    """Returns the target client of each task of `pool`. prior_load: for the stateless pool, active
+    tasks each client already has; the pool then fills up the least loaded clients
+    (quotas.filling_quotas)."""
+    owner, capacities, lags = inputs.owner, inputs.capacities, inputs.lags
     n = len(capacities)
-    prior = prior_load or [0] * n
-    quotas, target, load, unassigned = keep_owned(
-        pool,
-        owner,
-        capacities,
-        lambda t: (lags.has_other_caught_up(t, owner[t], n), t),
-        [p / cap for p, cap in zip(prior, capacities)],
+    prior = prior_load
+    quotas = None if prior is None else filling_quotas(len(pool), capacities, prior, inputs.rank)
+    shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank)
+    if shares is not None:  # the stateless pool's shares follow its quotas, which water-filling fixed
+        quotas = shares.start(owner, capacities if quotas is None else quotas, quotas)
+    elif quotas is None:
+        quotas = capacity_quotas(len(pool), capacities, inputs.rank, owned_counts(pool, owner, n))
+    target, kept, unassigned = keep_owned(
+        pool, owner, quotas, lambda t: (lags.has_other_caught_up(t, owner[t], n), t), shares
     )
-    unassigned.sort(key=fill_key)
+    unassigned.sort(key=inputs.fill_key)
+    # Load with the earlier pools' tasks, and the limit it may reach: this pool's quota on top of those.
+    base = prior or [0] * n
+    load = [p + k for p, k in zip(base, kept)]
+    limit = [p + q for p, q in zip(base, quotas)]
 
-    def room(c: int) -> bool:
-        return load[c] < quotas[c]
+    def room(t: int, c: int) -> bool:
+        return load[c] < limit[c] and (shares is None or shares.room(t, c))
+
+    def place(t: int, c: int) -> None:
+        target[t] = c
+        load[c] += 1
+        if shares is not None:
+            shares.add(t, c)
 
     # Caught-up clients with room first: these moves need no warm-up.
     rest: list[int] = []
     for t in unassigned:
-        for h in lags.holders(t):
-            if room(h) and lags.caught_up(t, h):
-                target[t] = h
-                load[h] += 1
-                break
-        else:
+        h = next((h for h in lags.holders(t) if room(t, h) and lags.caught_up(t, h)), None)
+        if h is None:
             rest.append(t)
+        else:
+            place(t, h)
     # Then clients that hold some of the state; then the least loaded client with room.
-    heap = [((prior[c] + load[c]) / capacities[c], c) for c in range(n) if room(c)]
-    heapq.heapify(heap)
+    least_loaded = LeastLoaded((c for c in range(n) if load[c] < limit[c]), load, capacities, limit)
     for t in rest:
-        chosen = next((h for h in lags.holders(t) if room(h)), None)
-        if chosen is None:
-            while True:
-                key, c = heapq.heappop(heap)
-                if not room(c):
-                    continue
-                current = (prior[c] + load[c]) / capacities[c]
-                if key != current:
-                    heapq.heappush(heap, (current, c))
-                    continue
-                chosen = c
-                break
-        target[t] = chosen
-        load[chosen] += 1
-        if room(chosen):
-            heapq.heappush(heap, ((prior[chosen] + load[chosen]) / capacities[chosen], chosen))
+        holder = next((h for h in lags.holders(t) if room(t, h)), None)
+        if holder is not None:
+            place(t, holder)
+            continue
+        c = least_loaded.poll(accept=None if shares is None else lambda d: shares.room(t, d))  # noqa: B023
+        if c is None:
+            # Nobody with room has room for this subtopology: its owner keeps it if it has room (as
+            # it was placed last round, so an unchanged group is a fixpoint), else the least loaded.
+            if owner[t] >= 0 and load[owner[t]] < limit[owner[t]]:
+                place(t, owner[t])
+                continue
+            c = least_loaded.poll()
+        assert c is not None, "the quotas add up to the pool: some client has room"
+        place(t, c)
+        least_loaded.offer(c)
     return [target[t] for t in pool]

@@ -8,9 +8,7 @@ never matters."""
 
 from __future__ import annotations
 
-import itertools
-import operator
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from types import MappingProxyType
 
 from streams_rt.protocol import RebalanceProtocol, TaskId
@@ -18,7 +16,6 @@ from streams_rt.protocol import RebalanceProtocol, TaskId
 from .active_placement import general_assign
 from .constrained import constrained_applies, constrained_assign
 from .cooperative import hand_off
-from .lag import Lags
 from .model import (
     AssignmentConfigs,
     AssignmentResult,
@@ -26,41 +23,11 @@ from .model import (
     ClientState,
     TaskTopology,
 )
-from .ownership import NO_OWNER, resolve_owners
+from .ownership import NO_OWNER
+from .round_inputs import number_round, sorted_unique
+from .spread import SubtopologyShares
 from .standby_placement import place_standbys
 from .warmups import PendingMove, choose_warmups, gate_to_caught_up
-
-
-def _partition_major(task: TaskId) -> tuple:
-    """Fill order: t0_p0, t1_p0, t0_p1, ... so the tasks of one partition spread over clients."""
-    return (task.partition, task.topology_name is not None, task.topology_name or "", task.subtopology)
-
-
-def _fill_order(ordered: list[TaskId]) -> Callable[[int], tuple] | None:
-    """Sort key for task numbers giving the partition-major fill order, computed only for the tasks
-    that are sorted (usually the few left unassigned). With one subtopology that is TaskId order itself
-    (None: sort by number; ordered is sorted, so equal ends mean all equal)."""
-    first, last = ordered[0], ordered[-1]
-    if (first.topology_name, first.subtopology) == (last.topology_name, last.subtopology):
-        return None
-    return lambda t: _partition_major(ordered[t])
-
-
-_SUBTOPOLOGY_PARTITION = operator.itemgetter(0, 1)
-_TOPOLOGY_NAME = operator.itemgetter(2)
-
-
-def _sorted_unique(tasks: Collection[TaskId]) -> list[TaskId]:
-    """Tasks in Kafka's TaskId order (unnamed first, then topology name, subtopology, partition),
-    duplicates dropped. Where no task is named, keys and comparisons stay in C (TaskId's own ordering
-    is Python), and input that is already in order (the usual case) is only checked."""
-    listed = list(tasks)
-    if set(map(_TOPOLOGY_NAME, listed)) <= {None}:
-        # tuple.__lt__ compares the fields in C, bypassing TaskId's own __lt__.
-        if all(map(tuple.__lt__, listed, itertools.islice(listed, 1, None))):
-            return listed
-        return sorted(set(listed), key=_SUBTOPOLOGY_PARTITION)
-    return sorted(set(listed), key=TaskId._sort_key)
 
 
 def assign(
@@ -81,7 +48,7 @@ def assign(
     if isinstance(tasks, TaskTopology):
         stateless = [*stateless, *tasks.stateless_tasks()]
         tasks = list(tasks.tasks())
-    ordered = _sorted_unique(tasks)
+    ordered = sorted_unique(tasks)
     states = sorted(clients, key=lambda s: s.process_id)
     for a, b in zip(states, states[1:]):
         if a.process_id == b.process_id:
@@ -92,30 +59,8 @@ def assign(
         empty = ClientAssignment()
         return AssignmentResult(MappingProxyType({s.process_id: empty for s in states}), False, None)
 
-    n = len(states)
-    by_key = {t: i for i, t in enumerate(ordered)}  # task numbers: the assignor works on ints
-    end: list[int | None] = [None] * len(ordered)
-    for task, end_offset in changelog_end_offsets.items():
-        t = by_key.get(task)
-        if t is not None:
-            end[t] = end_offset
-    for task in stateless:
-        t = by_key.get(task)
-        if t is not None:
-            end[t] = None
-    owner, ignored = resolve_owners([s.owned_active for s in states], by_key)
-    lags = Lags(
-        ordered,
-        end,
-        [s.task_offset_sums for s in states],
-        [s.owned_standby for s in states],
-        by_key,
-        owner,
-        ignored,
-        configs.acceptable_recovery_lag,
-    )
-    capacities = [s.capacity for s in states]
-    fill_key = _fill_order(ordered)
+    inputs = number_round(ordered, states, changelog_end_offsets, stateless, configs)
+    n, end, owner, lags = len(states), inputs.end, inputs.owner, inputs.lags
 
     planned = [0] * len(ordered)
     pending: list[PendingMove] = []
@@ -125,36 +70,28 @@ def assign(
     for pool in (stateful_pool, stateless_pool):
         if not pool:
             continue
-        if constrained_applies(capacities, pool, owner, lags) and not any(active_load):
+        if constrained_applies(inputs, pool) and not any(active_load):
             # Where the pass applies, a task that is not caught up by default has state on its owner
             # only, so it can leave its owner without a warm-up exactly when it is caught up by default.
-            target = constrained_assign(pool, owner, n, lags.default_caught_up, fill_key)
-        else:
-            target = general_assign(pool, owner, capacities, lags, fill_key, active_load)
-        placed, moves = gate_to_caught_up(pool, target, owner, lags, n)
+            shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank)
+            target = constrained_assign(pool, owner, inputs.rank, lags.default_caught_up, inputs.fill_key, shares)
+        else:  # the stateless pool fills up what the stateful one left
+            target = general_assign(inputs, pool, active_load if pool is stateless_pool else None)
+        placed, moves = gate_to_caught_up(inputs, pool, target)
         pending.extend(moves)
         for t, c in zip(pool, placed):
             planned[t] = c
             active_load[c] += 1
 
     pending_target = {m.task: m.target for m in pending}
-    standby_of = place_standbys(
-        stateful_pool,
-        planned,
-        pending_target,
-        lags,
-        capacities,
-        active_load,
-        configs.num_standby_replicas,
-        [s.tags for s in states],
-        configs.rack_aware_assignment_tags,
-    )
-    warmups = choose_warmups(pending, standby_of, lags, configs.max_warmup_replicas)
+    plan = place_standbys(inputs, stateful_pool, planned, pending_target, active_load)
+    standby_of = plan.standby_of
+    warmups = choose_warmups(pending, standby_of, plan.waiting, lags, configs.max_warmup_replicas)
 
-    holder, claims = owner, ignored
+    holder, claims = owner, inputs.ignored
     if any(s.revoked_all for s in states):  # EAGER clients ran these tasks but hold nothing: no hand-off waits
         holder = [NO_OWNER if c != NO_OWNER and states[c].revoked_all else c for c in owner]
-        claims = [[] if s.revoked_all else i for s, i in zip(states, ignored)]
+        claims = [[] if s.revoked_all else i for s, i in zip(states, inputs.ignored)]
     handed = hand_off(planned, holder, claims, protocol)
     standby: list[set[int]] = [set() for _ in range(n)]
     for t in stateful_pool:
@@ -177,5 +114,5 @@ def assign(
         )
         for c, s in enumerate(states)
     }
-    probing_at = now_ms + configs.probing_rebalance_interval_ms if pending else None
+    probing_at = now_ms + configs.probing_rebalance_interval_ms if pending or plan.waiting else None
     return AssignmentResult(MappingProxyType(result), bool(handed.withheld), probing_at)

@@ -32,14 +32,17 @@ def lag_code(end: int, offset_sum: int | None) -> int:
     return end - offset_sum if offset_sum <= end else end
 
 
-def is_caught_up(end: int | None, offset_sum: int | None, acceptable_recovery_lag: int) -> bool:
-    """The caught-up rule, for callers outside the assignor (Lags inlines it in its hot paths): could
-    a client that reported `offset_sum` (None: nothing) take the task over without restoring? A
-    stateless task (end None) runs anywhere; a changelog within the acceptable lag, everywhere."""
-    if end is None:
-        return True
-    code = lag_code(end, offset_sum)
+def acceptable_lag(code: int, acceptable_recovery_lag: int) -> bool:
+    """The caught-up rule of KIP-441 on a lag code: running, or a known lag within the acceptable
+    recovery lag. The one place the rule is written."""
     return code == RUNNING or 0 <= code <= acceptable_recovery_lag
+
+
+def is_caught_up(end: int | None, offset_sum: int | None, acceptable_recovery_lag: int) -> bool:
+    """The caught-up rule for callers outside the assignor: could a client that reported `offset_sum`
+    (None: nothing) take the task over without restoring? A stateless task (end None) runs anywhere; a
+    changelog within the acceptable lag, everywhere."""
+    return end is None or acceptable_lag(lag_code(end, offset_sum), acceptable_recovery_lag)
 
 
 def _rank(code: int, end: int) -> int:
@@ -68,6 +71,7 @@ class Lags:
         self.end = end_offsets
         self.acceptable = acceptable_recovery_lag
         reports: list[dict[int, int] | None] = [None] * len(tasks)
+        unknown: set[int] = set()
         get = task_number.get
         for c, sums in enumerate(offset_sums):
             for task, offset in sums.items():
@@ -83,6 +87,7 @@ class Lags:
                     code = end - offset if offset <= end else end
                 else:
                     code = UNKNOWN
+                    unknown.add(t)
                 r = reports[t]
                 if r is None:
                     r = reports[t] = {}
@@ -100,8 +105,10 @@ class Lags:
                     r = reports[t]
                     if r is None:
                         reports[t] = {c: UNKNOWN}
+                        unknown.add(t)
                     elif c not in r:
                         r[c] = UNKNOWN
+                        unknown.add(t)
         for c, claims in enumerate(ignored_claims):  # stale owners hold state of unknown freshness
             for task in claims:
                 t = get(task)
@@ -109,8 +116,10 @@ class Lags:
                     r = reports[t]
                     if r is None:
                         reports[t] = {c: UNKNOWN}
+                        unknown.add(t)
                     elif c not in r:
                         r[c] = UNKNOWN
+                        unknown.add(t)
         for t, c in enumerate(owner):
             if c != NO_OWNER and end_offsets[t] is not None:
                 r = reports[t]
@@ -119,8 +128,11 @@ class Lags:
                 else:
                     r[c] = RUNNING
         self.reports = reports
-        # is_caught_up(e, None, ...), inlined: once per task
-        self.default_caught_up = [e is None or e <= acceptable_recovery_lag for e in end_offsets]
+        self.with_unknown = unknown  # tasks some client reported state of unknown freshness for (a superset)
+        # Caught up without reporting anything: the lag is the whole changelog. Ends repeat: decide each once.
+        verdict: dict[int | None, bool] = {None: True}  # stateless: runs anywhere
+        verdict.update((e, acceptable_lag(e, acceptable_recovery_lag)) for e in set(end_offsets) if e is not None)
+        self.default_caught_up = [verdict[e] for e in end_offsets]
         self._holders: list[list[int] | None] = [None] * len(tasks)
 
     def lag(self, t: int, c: int) -> int:
@@ -134,8 +146,10 @@ class Lags:
         return end
 
     def caught_up(self, t: int, c: int) -> bool:
-        code = self.lag(t, c)
-        return code == RUNNING or 0 <= code <= self.acceptable  # is_caught_up, inlined: hot
+        r = self.reports[t]
+        if r is None or c not in r:  # holds nothing: the verdict on the whole changelog
+            return self.default_caught_up[t]
+        return acceptable_lag(r[c], self.acceptable)
 
     def rank(self, t: int, c: int) -> int:
         end = self.end[t]
@@ -145,13 +159,15 @@ class Lags:
         """Clients that reported state for the task, most caught up first (ties by process id)."""
         cached = self._holders[t]
         if cached is None:
-            r = self.reports[t]
-            if not r:
+            r, end = self.reports[t], self.end[t]
+            if not r or end is None:  # stateless tasks have no reports
                 cached = []
             elif len(r) == 1:
                 cached = list(r)
+            elif len(r) == 2:  # the usual case (owner and one standby): no sort
+                c1, c2 = r
+                cached = [c1, c2] if (_rank(r[c1], end), c1) < (_rank(r[c2], end), c2) else [c2, c1]
             else:
-                end = self.end[t]
                 cached = sorted(r, key=lambda c: (_rank(r[c], end), c))
             self._holders[t] = cached
         return cached

@@ -4,7 +4,7 @@ them from decoded subscriptions and the assignor stays pure."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from streams_rt.protocol import TaskId
@@ -44,30 +44,40 @@ class AssignmentConfigs:
             )
         object.__setattr__(self, "rack_aware_assignment_tags", tuple(self.rack_aware_assignment_tags))
 
-    _KEYS = {
-        "num.standby.replicas": "num_standby_replicas",
-        "acceptable.recovery.lag": "acceptable_recovery_lag",
-        "max.warmup.replicas": "max_warmup_replicas",
-        "probing.rebalance.interval.ms": "probing_rebalance_interval_ms",
-        "rack.aware.assignment.tags": "rack_aware_assignment_tags",
-    }
-
     @classmethod
     def from_properties(cls, props: Mapping[str, object]) -> AssignmentConfigs:
         """Build from Kafka-style properties; unrelated keys are ignored (they belong to other layers).
 
-        `rack.aware.assignment.tags` may be a comma-separated string or a sequence."""
-        kwargs: dict[str, object] = {}
-        for key, attr in cls._KEYS.items():
-            if key not in props:
-                continue
-            value = props[key]
-            if attr == "rack_aware_assignment_tags":
-                items = value.split(",") if isinstance(value, str) else value
-                kwargs[attr] = tuple(s.strip() for s in items if s.strip())
-            else:
-                kwargs[attr] = int(value)  # type: ignore[arg-type]
-        return cls(**kwargs)  # type: ignore[arg-type]
+        `rack.aware.assignment.tags` may be a comma-separated string or a sequence. Raises ValueError
+        naming the property when a value has the wrong type or range."""
+        defaults = cls()
+
+        def number(key: str) -> int:
+            if key in props:
+                return _as_int(key, props[key])
+            return int(getattr(defaults, key.replace(".", "_")))
+
+        tags = props.get("rack.aware.assignment.tags", ())
+        if isinstance(tags, str):
+            tags = tags.split(",")
+        if not isinstance(tags, Iterable) or not all(isinstance(t, str) for t in tags):
+            raise ValueError(f"rack.aware.assignment.tags must be a comma-separated string or strings, got {tags!r}")
+        return cls(
+            num_standby_replicas=number("num.standby.replicas"),
+            acceptable_recovery_lag=number("acceptable.recovery.lag"),
+            max_warmup_replicas=number("max.warmup.replicas"),
+            probing_rebalance_interval_ms=number("probing.rebalance.interval.ms"),
+            rack_aware_assignment_tags=tuple(t.strip() for t in tags if t.strip()),
+        )
+
+
+def _as_int(key: str, value: object) -> int:
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise ValueError(f"{key} must be an integer, got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -1,252 +1,462 @@
 """Standby replicas: `num.standby.replicas` distinct clients per stateful task, never the active's client.
 
-Preference per task: the client the active is waiting to move to (its standby is a free warm-up), then
-the clients that hold it as standby now (stickiness), then other clients with the state, most caught
-up first, while under their share; then the least loaded client (a heap). Load and share count all
-tasks (actives and standbys) per capacity unit. A final pass relieves clients above their share.
-With `rack.aware.assignment.tags`, a replica goes only where every tag value differs from the
-replicas already placed, until a tag has no unused value left (then that tag stops constraining)."""
+1. Plan. Preference per task: the client the active is waiting to move to (its standby is a free
+   warm-up), then the clients that hold it as standby now (stickiness; with more holders than replicas,
+   caught-up and less loaded ones first), then other clients with the state, most caught up first,
+   while under their share; then the least loaded client. Load and share count all tasks (actives and
+   standbys) per capacity unit. Passes then move standbys from clients above the ceil of their share
+   to clients below it, from clients above their (rounded) share to clients below it, and to any
+   client that stays below the giver's load per capacity unit with it (Kafka's criterion, for zones
+   the tag rule keeps from their share), preferring takers that hold the task's state.
+2. Keep a caught-up replica (KIP-441 for standbys, as Kafka's standby task movements): when the plan
+   leaves a task without a caught-up replica while a caught-up client could hold one, that client
+   keeps one for now and the planned client becomes a pending standby move, which gets a warm-up from
+   what is left of `max.warmup.replicas`. So balancing never leaves a task without a caught-up
+   replica when it could have one.
+
+With `rack.aware.assignment.tags`, a replica goes only where every tag value differs from the values
+already used by the task's active and replicas, until a tag has no unused value left (then that tag
+stops constraining). When no client passes, the client that adds the most unused values is taken
+(least loaded first), and the rule is checked again for the next replica. With several keys the rule
+depends on the order replicas are taken in; replicas are chosen as the next round's sticky pass will
+keep them, so an unchanged group keeps its standbys."""
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
-from .lag import Lags
+from .least_loaded import LeastLoaded
+from .round_inputs import RoundInputs
+from .warmups import PendingMove
 
-_NONE: set[int] = frozenset()  # type: ignore[assignment]  # shared by tasks without standbys, never mutated
+Used = list[set[str | None]]  # per tag key, the values a task's active and replicas use
 
 
 class _TagSpread:
-    """Tracks the tag values used by one task's replicas."""
+    """The tag values of every client, and the rule over the values one task's replicas use."""
 
     def __init__(self, tags: Sequence[Mapping[str, str]], keys: Sequence[str]) -> None:
         self.keys = keys
         self.values = [tuple(t.get(k) for k in keys) for t in tags]
         self.distinct = [len({v[i] for v in self.values}) for i in range(len(keys))]
 
-    def start(self, active: int) -> list[set[str | None]]:
+    def start(self, active: int) -> Used:
         return [{v} for v in self.values[active]]
 
-    def allows(self, used: list[set[str | None]], c: int) -> bool:
+    def score(self, used: Used, c: int) -> int:
+        """How many tag keys client c would spread the task over (a key whose values are all used
+        counts for everyone)."""
         vals = self.values[c]
-        return all(
-            vals[i] not in used[i] or len(used[i]) >= self.distinct[i] for i in range(len(self.keys))
-        )
+        return sum(1 for i in range(len(self.keys)) if vals[i] not in used[i] or len(used[i]) >= self.distinct[i])
 
-    def add(self, used: list[set[str | None]], c: int) -> None:
+    def allows(self, used: Used, c: int) -> bool:
+        return self.score(used, c) == len(self.keys)
+
+    def add(self, used: Used, c: int) -> None:
         for i, v in enumerate(self.values[c]):
             used[i].add(v)
 
+    def used_without(self, holders: set[int], giver: int, active: int) -> Used:
+        """The values a task uses once `giver` no longer holds its replica."""
+        used = self.start(active)
+        for o in holders:
+            if o != giver:
+                self.add(used, o)
+        return used
+
+
+@dataclass(frozen=True, slots=True)
+class StandbyPlan:
+    """standby_of[t]: the clients holding task t's standby replicas (empty for stateless tasks).
+    waiting: replicas the balance wants on clients that are not caught up yet; a caught-up client
+    holds each meanwhile. They are the standby warm-up candidates, and each asks for a probing
+    rebalance."""
+
+    standby_of: list[set[int]]
+    waiting: list[PendingMove]
+
 
 def place_standbys(
+    inputs: RoundInputs,
     tasks: Sequence[int],
     active: Sequence[int],
     pending_target: Mapping[int, int],
-    lags: Lags,
-    capacities: Sequence[int],
     active_load: Sequence[int],
-    num_standbys: int,
-    tags: Sequence[Mapping[str, str]],
-    tag_keys: Sequence[str],
-) -> list[set[int]]:
-    """Returns, per task index, the set of clients holding a standby. `active[t]` is the client planned
-    to run task t's active this round; `tasks` are the stateful tasks in order."""
-    n = len(capacities)
-    per_task = min(num_standbys, n - 1)
-    standby_of: list[set[int]] = [_NONE] * len(active)  # a real set per stateful task, made below
+) -> StandbyPlan:
+    """`tasks` are the stateful tasks in order; `active[t]` is the client planned to run task t's
+    active this round, `pending_target` the client a pending move waits for, and `active_load` each
+    client's active task count."""
+    n = inputs.n_clients
+    per_task = min(inputs.configs.num_standby_replicas, n - 1)
+    tag_keys = inputs.configs.rack_aware_assignment_tags
+    none: set[int] = set()  # shared by tasks without standbys, never mutated
+    standby_of = [none] * len(active)
     if per_task <= 0:
-        return standby_of
+        return StandbyPlan(standby_of, [])
     if per_task == n - 1 and not tag_keys:
-        # Every client but the active's holds a standby: nothing to choose and nothing to balance.
+        # Every client but the active's holds a standby: nothing to choose, balance or keep.
         others = [set(range(n)) - {c} for c in range(n)]
         for t in tasks:
             standby_of[t] = set(others[active[t]])
-        return standby_of
-    total_cap = sum(capacities)
-    # Everyone's fair share of all tasks (actives and standbys), by capacity: the cap for preferring a
-    # client with state, and what the final pass restores. The heap balances the same quantity.
-    everything = per_task * len(tasks) + sum(active_load)
-    share = [-(-everything * cap // total_cap) for cap in capacities]
-    load = list(active_load)
-    spread = _TagSpread(tags, tag_keys) if tag_keys else None
-    heap = [(load[c] / capacities[c], c) for c in range(n)]
-    heapq.heapify(heap)
+        return StandbyPlan(standby_of, [])
+    placement = _Placement(inputs, per_task, standby_of, active, active_load, len(tasks))
+    if tag_keys:
+        for t in tasks:
+            placement.place_tagged(t, pending_target.get(t))
+    else:
+        placement.place_untagged(tasks, pending_target)
+    placement.rebalance()
+    return StandbyPlan(standby_of, placement.keep_caught_up(tasks))
 
-    heappop, heappush = heapq.heappop, heapq.heappush
-    standby_owners, reports = lags.standby_owners, lags.reports
 
-    def allowed(c: int, a: int, chosen: set[int], used: list[set[str | None]] | None) -> bool:
-        return c != a and c not in chosen and (used is None or spread.allows(used, c))  # type: ignore[union-attr]
+class _Placement:
+    """One round's standby placement: the plan so far and each client's load (actives and standbys)."""
 
-    def take(t: int, c: int, used: list[set[str | None]] | None) -> None:
-        standby_of[t].add(c)
-        load[c] += 1
-        if used is not None:
-            spread.add(used, c)  # type: ignore[union-attr]
+    def __init__(
+        self,
+        inputs: RoundInputs,
+        per_task: int,
+        standby_of: list[set[int]],
+        active: Sequence[int],
+        active_load: Sequence[int],
+        n_tasks: int,
+    ) -> None:
+        self.inputs, self.lags, self.capacities = inputs, inputs.lags, inputs.capacities
+        self.per_task, self.standby_of, self.active = per_task, standby_of, active
+        # Everyone's share of all tasks (actives and standbys), by capacity, rounded so the shares add up:
+        # the leftover ceils go to the clients with the most actives per capacity unit, so that the
+        # standbys spread as evenly as the actives allow. The cap for preferring a client with state,
+        # and what the balancing passes restore; the least loaded pick balances the same quantity.
+        total_cap = sum(self.capacities)
+        everything = per_task * n_tasks + sum(active_load)
+        self.ceil_share = [-(-everything * cap // total_cap) for cap in self.capacities]
+        self.share = [everything * cap // total_cap for cap in self.capacities]
+        fractional = [c for c, cap in enumerate(self.capacities) if everything * cap % total_cap]
+        fractional.sort(key=lambda c: (-active_load[c] / self.capacities[c], c))
+        for c in fractional[: everything - sum(self.share)]:
+            self.share[c] += 1
+        self.load = list(active_load)
+        self.least_loaded = LeastLoaded(range(inputs.n_clients), self.load, self.capacities)
+        tag_keys = inputs.configs.rack_aware_assignment_tags
+        self.spread = _TagSpread([s.tags for s in inputs.clients], tag_keys) if tag_keys else None
 
-    for t in tasks:
-        chosen = standby_of[t] = set()
-        a = active[t]
-        used = spread.start(a) if spread else None
-        target = pending_target.get(t)
-        if target is not None or standby_owners[t] or reports[t]:  # someone has a claim on the state
-            if target is not None and load[target] < share[target] and allowed(target, a, chosen, used):
-                take(t, target, used)
-            # Sticky: current holders stay (the final pass moves some away if balance needs it). With
-            # tags, a holder the rule rejects may become acceptable once others are placed (a tag runs
-            # out of unused values), so repeat until nothing changes.
-            waiting: Sequence[int] = standby_owners[t]
-            if used is None:  # untagged: one pass decides
-                for c in waiting:
+    def place_untagged(self, tasks: Sequence[int], pending_target: Mapping[int, int]) -> None:
+        """The hot path, kept in one loop."""
+        per_task, standby_of, active, load, share = self.per_task, self.standby_of, self.active, self.load, self.share
+        lags, least_loaded = self.lags, self.least_loaded
+        standby_owners, reports = lags.standby_owners, lags.reports
+        for t in tasks:
+            chosen = standby_of[t] = set()
+            a = active[t]
+            target = pending_target.get(t)
+            if target is not None or standby_owners[t] or reports[t]:  # someone has a claim on the state
+                if target is not None and target != a and load[target] < share[target]:
+                    chosen.add(target)
+                    load[target] += 1
+                # Sticky: current holders stay (the relieving pass moves some away if balance needs it).
+                holding = standby_owners[t]
+                if len(holding) > per_task:  # a finished warm-up: keep the caught-up, less loaded ones
+                    holding = self._by_preference(t, holding)
+                for c in holding:
                     if len(chosen) < per_task and c != a and c not in chosen:
                         chosen.add(c)
                         load[c] += 1
-                waiting = ()
-            while waiting and len(chosen) < per_task:
-                rejected = []
-                for c in waiting:
-                    if len(chosen) < per_task and allowed(c, a, chosen, used):
-                        take(t, c, used)
-                    else:
-                        rejected.append(c)
-                if len(rejected) == len(waiting):
-                    break
-                waiting = rejected
-            if len(chosen) < per_task:
-                for c in lags.holders(t):
-                    if len(chosen) == per_task:
-                        break
-                    if load[c] < share[c] and allowed(c, a, chosen, used):
-                        take(t, c, used)
-        if len(chosen) == per_task:
-            continue
-        if used is not None:
-            _fill_tagged(t, heap, load, capacities, per_task, chosen, a, used, spread, take)
-            continue
-        # Untagged: the least loaded clients other than the active's (the hot path, kept inline).
-        popped: list[int] = []
-        while len(chosen) < per_task:
-            key, c = heappop(heap)
-            current = load[c] / capacities[c]
-            if key != current:
-                heappush(heap, (current, c))
-                continue
-            if c != a and c not in chosen:
-                chosen.add(c)
-                load[c] += 1
-            popped.append(c)
-        for c in popped:
-            heappush(heap, (load[c] / capacities[c], c))
-    _relieve_overloaded(standby_of, active, load, share, capacities, spread)
-    return standby_of
+                if len(chosen) < per_task:
+                    for c in lags.holders(t):
+                        if len(chosen) == per_task:
+                            break
+                        if load[c] < share[c] and c != a and c not in chosen:
+                            chosen.add(c)
+                            load[c] += 1
+            if len(chosen) < per_task:  # the least loaded clients other than the active's
+                for c in least_loaded.take(per_task - len(chosen), chosen | {a} if chosen else (a,)):
+                    chosen.add(c)
+                    load[c] += 1
+                    least_loaded.offer(c)
 
-
-def _relieve_overloaded(
-    standby_of: list[set[int]],
-    active: Sequence[int],
-    load: list[int],
-    share: Sequence[int],
-    capacities: Sequence[int],
-    spread: _TagSpread | None,
-) -> None:
-    """Move standbys from clients above their share to allowed clients below it, until no such move is
-    left. Run to completion, so an assignment fed back unchanged has nothing to move: a fixpoint."""
-    n = len(load)
-    over = [c for c in range(n) if load[c] > share[c]]
-    if not over:
-        return
-    held: list[list[int]] = [[] for _ in range(n)]
-    for t, holders in enumerate(standby_of):
-        for c in holders:
-            held[c].append(t)
-    under = [(load[d] / capacities[d], d) for d in range(n) if load[d] < share[d]]
-    heapq.heapify(under)
-    moved = True
-    while moved and under:
-        moved = False
-        for c in over:
-            for t in list(held[c]):
-                if load[c] <= share[c] or not under:
-                    break
-                d = _least_loaded_taker(under, t, c, standby_of, active, load, capacities, spread)
-                if d is None:
-                    continue
-                standby_of[t].discard(c)
-                standby_of[t].add(d)
-                held[c].remove(t)
+    def place_tagged(self, t: int, target: int | None) -> None:
+        """The untagged preferences, each only where the tag rule allows; then the least loaded allowed
+        clients, or the least loaded of those adding the most unused tag values when none is left.
+        With several tag keys the rule depends on the order replicas are taken in, so the result is
+        checked the way the next round's sticky pass will see it (holders in process-id order): a
+        holder that pass would drop is replaced now, so an unchanged group keeps its standbys."""
+        assert self.spread is not None
+        spread, load = self.spread, self.load
+        holding: Sequence[int] = self.lags.standby_owners[t]
+        if len(holding) > self.per_task:
+            holding = self._by_preference(t, holding)
+        avoid: set[int] = set()
+        for _ in range(self.per_task + 1):
+            chosen = self._choose_tagged(t, target, holding, avoid)
+            kept = self._keep(t, sorted(chosen), spread.start(self.active[t]), set(), self.per_task)
+            if len(kept) == len(chosen):
+                break
+            for c in chosen:
                 load[c] -= 1
-                load[d] += 1
-                if load[d] < share[d]:
-                    heapq.heappush(under, (load[d] / capacities[d], d))
-                moved = True
+            avoid |= chosen - set(kept)
+            holding, target = kept, None
+        self.standby_of[t] = chosen
 
+    def _keep(self, t: int, holders: Sequence[int], used: Used, taken: set[int], slots: int) -> list[int]:
+        """Which sticky holders stay, at most `slots` (taking them into `used`; `taken` already hold a
+        replica): each the tag rule allows, offered again while one more is taken (a tag may run out of
+        unused values); then, while no client passes, one adding as many unused tag values as any client
+        would (what the fallback would choose)."""
+        assert self.spread is not None
+        spread, a = self.spread, self.active[t]
+        kept: list[int] = []
+        waiting = [c for c in holders if c != a and c not in taken]
+        while waiting and len(kept) < slots:
+            rejected = []
+            for c in waiting:
+                if len(kept) < slots and spread.allows(used, c):
+                    kept.append(c)
+                    spread.add(used, c)
+                else:
+                    rejected.append(c)
+            if len(rejected) == len(waiting):
+                break
+            waiting = rejected
+        while waiting and len(kept) < slots:
+            best = max(
+                spread.score(used, c) for c in range(self.inputs.n_clients) if c != a and c not in kept and c not in taken
+            )
+            keep = next((c for c in waiting if spread.score(used, c) == best), None)
+            if keep is None:
+                break
+            kept.append(keep)
+            spread.add(used, keep)
+            waiting.remove(keep)
+        return kept
 
-def _least_loaded_taker(
-    under: list[tuple[float, int]],
-    t: int,
-    giver: int,
-    standby_of: list[set[int]],
-    active: Sequence[int],
-    load: list[int],
-    capacities: Sequence[int],
-    spread: _TagSpread | None,
-) -> int | None:
-    """Pops the least loaded client below its share that may hold task t's replica instead of giver."""
-    others = standby_of[t] - {giver}
-    used = None
-    if spread is not None:
-        used = spread.start(active[t])
-        for o in others:
-            spread.add(used, o)
-    skipped: list[tuple[float, int]] = []
-    found = None
-    while under:
-        key, d = heapq.heappop(under)
-        if key != load[d] / capacities[d]:
-            continue  # stale: every live client below its share has a current entry
-        if d != active[t] and d not in others and (used is None or spread.allows(used, d)):
-            found = d
-            break
-        skipped.append((key, d))
-    for entry in skipped:
-        heapq.heappush(under, entry)
-    return found
+    def _choose_tagged(self, t: int, target: int | None, holding: Sequence[int], avoid: set[int]) -> set[int]:
+        """One try at task t's replicas (adding their load), avoiding the clients in `avoid`."""
+        assert self.spread is not None
+        spread, load, share, per_task = self.spread, self.load, self.share, self.per_task
+        a = self.active[t]
+        used = spread.start(a)
+        chosen: set[int] = set()
 
+        def take(c: int) -> None:
+            chosen.add(c)
+            load[c] += 1
+            spread.add(used, c)
 
-def _fill_tagged(
-    t: int,
-    heap: list[tuple[float, int]],
-    load: list[int],
-    capacities: Sequence[int],
-    per_task: int,
-    chosen: set[int],
-    active: int,
-    used: list[set[str | None]],
-    spread: _TagSpread,
-    take: Callable[[int, int, list[set[str | None]] | None], None],
-) -> None:
-    """Least loaded first among clients the tag rule allows; clients rejected only by the tag rule
-    are used (least loaded first) when no allowed client is left."""
-    popped: list[int] = []
-    tag_rejected: list[int] = []
-    while len(chosen) < per_task and heap:
-        key, c = heapq.heappop(heap)
-        current = load[c] / capacities[c]
-        if key != current:
-            heapq.heappush(heap, (current, c))
-            continue
-        if c == active or c in chosen:
-            popped.append(c)
-        elif spread.allows(used, c):
-            take(t, c, used)
-            popped.append(c)
-        else:
-            tag_rejected.append(c)
-    for c in tag_rejected:
-        if len(chosen) < per_task:
-            take(t, c, used)
-        popped.append(c)
-    for c in popped:
-        heapq.heappush(heap, (load[c] / capacities[c], c))
+        if target is not None and load[target] < share[target] and target != a and spread.allows(used, target):
+            take(target)
+        for c in self._keep(t, holding, used, chosen, per_task - len(chosen)):
+            chosen.add(c)
+            load[c] += 1
+        for c in self.lags.holders(t):
+            if len(chosen) == per_task:
+                break
+            if load[c] < share[c] and c != a and c not in chosen and c not in avoid and spread.allows(used, c):
+                take(c)
+        skip = chosen | avoid | {a}
+        picked: list[int] = []
+        for _ in range(per_task - len(chosen)):
+            pick = None
+            for need in range(len(spread.keys), -1, -1):
+                pick = self.least_loaded.poll(skip, lambda d: spread.score(used, d) >= need)  # noqa: B023
+                if pick is not None:
+                    break
+            if pick is None:
+                break
+            take(pick)
+            skip.add(pick)
+            picked.append(pick)
+        for c in picked:
+            self.least_loaded.offer(c)
+        return chosen
 
+    def _by_preference(self, t: int, clients: Sequence[int]) -> list[int]:
+        """Caught-up clients first, then the less loaded (per capacity unit), then by process id."""
+        caught_up, load, capacities = self.lags.caught_up, self.load, self.capacities
+        return sorted(clients, key=lambda c: (not caught_up(t, c), load[c] / capacities[c], c))
+
+    def _fits_instead(self, t: int, giver: int) -> Callable[[int], bool]:
+        """Whether a client may hold task t's replica instead of `giver`: not the active's client, not
+        a holder already, and allowed by the tag rule given the task's other replicas. With several tag
+        keys, where the rule depends on the order, also such that the next round's sticky pass keeps
+        every replica (see place_tagged)."""
+        holders, a, spread = self.standby_of[t], self.active[t], self.spread
+        if spread is None:
+            return lambda d: d != a and d not in holders
+        used = spread.used_without(holders, giver, a)
+        if len(spread.keys) == 1:
+            return lambda d: d != a and d not in holders and spread.allows(used, d)
+        others = holders - {giver}
+
+        def fits(d: int) -> bool:
+            if d == a or d in holders or not spread.allows(used, d):
+                return False
+            after = sorted(others | {d})
+            return len(self._keep(t, after, spread.start(a), set(), len(after))) == len(after)
+
+        return fits
+
+    def _move(self, t: int, giver: int, taker: int) -> None:
+        self.standby_of[t].discard(giver)
+        self.standby_of[t].add(taker)
+        self.load[giver] -= 1
+        self.load[taker] += 1
+
+    def rebalance(self) -> None:
+        """Move standbys from clients above the ceil of their share to allowed clients below it, and
+        from clients above their share to allowed clients below it, until no such move is left; a
+        taker holding the task's state (most caught up first) before the least loaded. Run to
+        completion, so an assignment fed back unchanged has nothing to move: a fixpoint."""
+        # Alternate: a pass can open room another could not find. No move puts its taker above the
+        # giver's load per capacity unit, so none raises the sum over all placed tasks of their slot's
+        # level (a client's j-th task: j / capacity), and each lowers it, or the excess over the ceils,
+        # or the distance to the shares: this ends.
+        while (
+            self._move_down(self.ceil_share, self.ceil_share)
+            | self._move_down(self.share, self.share)
+            | self._even_out()
+        ):
+            pass
+
+    def _move_down(self, give_above: Sequence[int], take_below: Sequence[int]) -> bool:
+        """Moves standbys from clients with load above `give_above` (most loaded first) to clients with
+        load below `take_below`; a giver never goes below its limit, a taker never reaches its own.
+        Returns whether anything moved."""
+        load, capacities = self.load, self.capacities
+        n = len(load)
+        over = sorted((c for c in range(n) if load[c] > give_above[c]), key=lambda c: (-load[c] / capacities[c], c))
+        takers = LeastLoaded((d for d in range(n) if load[d] < take_below[d]), load, capacities, take_below)
+        if not over or not takers:
+            return False
+        held: list[list[int]] = [[] for _ in range(n)]
+        for t, holders in enumerate(self.standby_of):
+            for c in holders:
+                held[c].append(t)
+        holders_of, reports = self.lags.holders, self.lags.reports
+        spread, active, standby_of = self.spread, self.active, self.standby_of
+        no_spare: set[int] = set()
+        moved, any_moved = True, False
+        while moved and takers:
+            moved = False
+            for c in over:
+                if not takers:
+                    break
+                for t in list(held[c]):
+                    if load[c] <= give_above[c]:
+                        break
+                    holders = standby_of[t]
+                    excluded = holders | {active[t]}
+                    tagged = None if spread is None else self._fits_instead(t, c)
+                    level = load[c] / capacities[c]
+
+                    def fits(d: int) -> bool:
+                        # Never above the giver's level: with capacities that differ, the shares could
+                        # otherwise pull against Kafka's criterion (_even_out) forever.
+                        return (load[d] + 1) / capacities[d] <= level and (tagged is None or tagged(d))  # noqa: B023
+
+                    d = None
+                    if t not in no_spare:
+                        # A taker with state: a reporter besides the holders and the active's client.
+                        # Givers never go below their limit, so once no reporter is below its limit,
+                        # none will be.
+                        r = reports[t]
+                        spare = []
+                        if r is not None and (len(r) > len(holders) + 1 or active[t] not in r):
+                            spare = [h for h in holders_of(t) if load[h] < take_below[h] and h not in excluded]
+                        if spare:
+                            d = next((h for h in spare if fits(h)), None)
+                        else:
+                            no_spare.add(t)
+                    polled = d is None
+                    if polled:
+                        d = takers.poll(excluded, fits)
+                    if d is None:
+                        if not takers:
+                            break
+                        continue
+                    holders.discard(c)
+                    holders.add(d)
+                    load[c] -= 1
+                    load[d] += 1
+                    held[c].remove(t)
+                    if polled and load[d] < take_below[d]:
+                        takers.offer(d)
+                    moved = any_moved = True
+        return any_moved
+
+    def _even_out(self) -> bool:
+        """Where the shares cannot be reached (the tag rule confines replicas to some zones), Kafka's own
+        criterion: a standby moves to a client whose load per capacity unit, with it, stays below the
+        giver's, a client holding the task's state before the least loaded. Returns whether anything
+        moved."""
+        load, capacities, n = self.load, self.capacities, len(self.load)
+        if min((load[c] + 1) / capacities[c] for c in range(n)) >= max(load[c] / capacities[c] for c in range(n)):
+            return False  # no pair of clients has a move that evens them out
+        held: list[list[int]] = [[] for _ in range(n)]
+        for t, holders in enumerate(self.standby_of):
+            for c in holders:
+                held[c].append(t)
+        any_moved = False
+        for c in sorted(range(n), key=lambda c: (-load[c] / capacities[c], c)):
+            takers = LeastLoaded(range(n), load, capacities)  # afresh: the last giver's load went down
+            for t in list(held[c]):
+                level = load[c] / capacities[c]
+                fits = self._fits_instead(t, c)
+
+                def evens(d: int) -> bool:
+                    return (load[d] + 1) / capacities[d] < level and fits(d)  # noqa: B023
+
+                excluded = self.standby_of[t] | {self.active[t]}
+                d = next((h for h in self.lags.holders(t) if h not in excluded and evens(h)), None)
+                if d is None:
+                    d = takers.poll(excluded, evens)
+                    if d is None:
+                        continue
+                    takers.offer(d)  # re-keyed below, when its load has changed
+                self._move(t, c, d)
+                held[c].remove(t)
+                held[d].append(t)
+                any_moved = True
+        return any_moved
+
+    def keep_caught_up(self, tasks: Sequence[int]) -> list[PendingMove]:
+        """Where no planned replica of a task is caught up but a caught-up client (not the active's)
+        could hold one, that client takes the replica of the planned client furthest behind, which
+        waits for a warm-up: one the tag rule allows if there is one, else any (the tag spread, like the
+        balance, is reached when the warm-up has caught up). One caught-up replica per task is kept this
+        way, not more: each costs a probing round per max.warmup.replicas before balance is reached.
+        Returns the waiting replicas, most advanced first."""
+        lags = self.lags
+        default, reports, caught_up = lags.default_caught_up, lags.reports, lags.caught_up
+        waiting: list[PendingMove] = []
+        # A task caught up everywhere (but on state of unknown freshness) has nothing to keep: where
+        # every task is, only those with such state are looked at.
+        if all(default):
+            tasks = sorted(lags.with_unknown)  # stateful tasks only
+        for t in tasks:
+            if (default[t] and t not in lags.with_unknown) or not reports[t]:  # caught up nowhere: neither
+                continue
+            planned = self.standby_of[t]
+            if any(caught_up(t, c) for c in planned):
+                continue
+            d = max(planned, key=lambda c: (lags.rank(t, c), -c))  # the furthest behind
+            a = self.active[t]
+            hot = [h for h in self._caught_up_clients(t) if h != a and h not in planned]
+            if not hot:
+                continue
+            # One the tag rule allows if there is one; else the tag spread waits with the warm-up.
+            fits = self._fits_instead(t, d)
+            self._move(t, d, next((h for h in hot if fits(h)), hot[0]))
+            waiting.append(PendingMove(t, d))
+        waiting.sort(key=lambda m: (lags.rank(m.task, m.target), m.task))
+        return waiting
+
+    def _caught_up_clients(self, t: int) -> list[int]:
+        """Most caught up first; where the task is caught up by default, every client without a
+        report (by process id) after the caught-up holders."""
+        lags = self.lags
+        hot = [h for h in lags.holders(t) if lags.caught_up(t, h)]
+        if lags.default_caught_up[t]:
+            reported = lags.reports[t] or {}
+            hot += [c for c in range(self.inputs.n_clients) if c not in reported]
+        return hot

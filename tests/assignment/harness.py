@@ -1,5 +1,7 @@
 """A simulated group for the assignor tests: clients that apply each assignment, keep their state
-directories, catch up their standbys between rounds, and report back like Kafka Streams members.
+directories, catch up their standbys between rounds, and report back like Kafka Streams members; a
+client that leaves can come back later with the claims and state directory it left with, as in Kafka's
+TaskAssignorConvergenceTest. The group keeps a history of events and rounds, appended to every failure.
 Also the invariant checks every round must pass, computed independently of the assignor's code."""
 
 from __future__ import annotations
@@ -7,6 +9,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from streams_rt.assignment import (
@@ -61,17 +64,38 @@ class Group:
         self.lag_per_round = lag_per_round
         self.end = {t: 0 for t in tasks}
         self.clients: dict[uuid.UUID, SimClient] = {}
+        self.dropped: dict[uuid.UUID, SimClient] = {}
         self.generation = 0
         self.now = 0
-        self.last: AssignmentResult | None = None
+        self.history: list[str] = [
+            f"{len(tasks)} tasks {_tasks(tasks)}, {configs}, {protocol.name}, changelogs grow {lag_per_round}/round"
+        ]
 
     def add_client(self, capacity: int = 1, tags: dict[str, str] | None = None) -> uuid.UUID:
         pid = uuid.UUID(int=self.rng.getrandbits(128))
         self.clients[pid] = SimClient(pid, capacity, tags or {})
+        self.history.append(f"add {_short(pid)} capacity {capacity} tags {tags or {}}")
         return pid
 
     def drop_client(self, pid: uuid.UUID) -> None:
-        del self.clients[pid]
+        """The client leaves (a crash: no revocation); it keeps its claims and state directory."""
+        self.dropped[pid] = self.clients.pop(pid)
+        self.history.append(f"drop {_short(pid)}")
+
+    def resurrect_client(self, pid: uuid.UUID) -> None:
+        """A dropped client comes back with the claims (of its old generation) and the state directory
+        it left with: its claims are stale and its state has fallen behind meanwhile."""
+        self.clients[pid] = self.dropped.pop(pid)
+        self.history.append(f"resurrect {_short(pid)}")
+
+    def stale_claims(self) -> bool:
+        """Does a client claim an active task another client owns with a newer generation (KIP-341)?"""
+        owners = valid_owners([c.subscription() for c in self.clients.values()])
+        return any(owners[t] != pid for pid, c in self.clients.items() for t in c.active)
+
+    def failure(self, message: str) -> AssertionError:
+        """An AssertionError carrying the group's history, to raise."""
+        return AssertionError(message + "\nhistory:\n  " + "\n  ".join(self.history))
 
     def subscriptions(self) -> list[ClientState]:
         subs = [c.subscription() for c in self.clients.values()]
@@ -81,9 +105,25 @@ class Group:
     def round(self) -> AssignmentResult:
         subs = self.subscriptions()
         result = assign(self.tasks, subs, dict(self.end), self.configs, self.protocol, self.now)
-        check_invariants(self.tasks, subs, self.end, self.configs, self.protocol, result)
+        self._record(result)
+        try:
+            check_invariants(self.tasks, subs, self.end, self.configs, self.protocol, result)
+        except AssertionError as e:
+            raise self.failure(f"round {self.generation + 1}: {e}") from None
         self.apply(result)
         return result
+
+    def _record(self, result: AssignmentResult) -> None:
+        self.history.append(
+            f"round {self.generation + 1}: followup={result.followup_rebalance} "
+            f"probing_at={result.probing_rebalance_at_ms}"
+        )
+        for pid in sorted(self.clients):
+            a, c = result.clients[pid], self.clients[pid]
+            self.history.append(
+                f"  {_short(pid)} cap {c.capacity} {c.tags}: active {_tasks(a.active)} standby "
+                f"{_tasks(a.standby - a.warmup)} warmup {_tasks(a.warmup)} revoke {_tasks(a.revoke)}"
+            )
 
     def apply(self, result: AssignmentResult) -> None:
         self.generation += 1
@@ -105,6 +145,14 @@ class Group:
                 client.offsets[task] = self.end[task]
 
 
+def _short(pid: uuid.UUID) -> str:
+    return str(pid)[:8]
+
+
+def _tasks(tasks: Iterable[TaskId]) -> str:
+    return "[" + " ".join(f"{t.subtopology}_{t.partition}" for t in sorted(tasks)) + "]"
+
+
 def valid_owners(subs: list[ClientState]) -> dict[TaskId, uuid.UUID]:
     """KIP-341, computed independently: highest generation wins, ties to the lowest process id."""
     best: dict[TaskId, tuple[int, uuid.UUID]] = {}
@@ -116,14 +164,20 @@ def valid_owners(subs: list[ClientState]) -> dict[TaskId, uuid.UUID]:
     return {t: pid for t, (gen, pid) in best.items()}
 
 
+def lag(sub: ClientState, task: TaskId, end: int, owner: uuid.UUID | None) -> int:
+    """Kafka's lag, -2 for the running owner; state of unknown freshness and state ahead of the
+    changelog's end count as nothing (lag = end)."""
+    if owner == sub.process_id:
+        return -2
+    offset = sub.task_offset_sums.get(task, 0)
+    return end - offset if 0 <= offset <= end else end
+
+
 def caught_up(sub: ClientState, task: TaskId, end: int, acceptable: int, owner: uuid.UUID | None) -> bool:
     if owner == sub.process_id:
         return True
     offset = sub.task_offset_sums.get(task, 0)
-    if offset < 0:
-        return False
-    lag = end - offset if offset <= end else end
-    return 0 <= lag <= acceptable
+    return offset >= 0 and lag(sub, task, end, owner) <= acceptable
 
 
 def check_invariants(
@@ -158,13 +212,16 @@ def check_invariants(
             assert owners.get(t, pid) == pid or protocol is RebalanceProtocol.EAGER, (
                 f"{t} given to {pid} while {owners[t]} still owns it"
             )
-        # Actives only on caught-up clients, unless nobody is caught up.
+        # Actives only on caught-up clients; when nobody is caught up, on a client with the least lag.
         for t in a.active:
             acceptable = configs.acceptable_recovery_lag
             if t in end and not caught_up(by_pid[pid], t, end[t], acceptable, owners.get(t)):
                 assert not any(
                     caught_up(s, t, end[t], acceptable, owners.get(t)) for s in subs
                 ), f"{t} on {pid}, which is not caught up, while another client is"
+                least = min(lag(s, t, end[t], owners.get(t)) for s in subs)
+                here = lag(by_pid[pid], t, end[t], owners.get(t))
+                assert here == least, f"nobody is caught up on {t}: on {pid} with lag {here}, least is {least}"
     assert all(n == 1 for n in active_count.values()), "a task has two active owners"
     for t in tasks:
         if active_count[t] == 0:
@@ -180,17 +237,140 @@ def check_invariants(
         if t in end:  # a task withheld for hand-off is also a standby on its next owner
             expected = want + 1 if active_count[t] == 0 else want
             assert replicas[t] == expected, f"{t} has {replicas[t]} standbys, want {expected}"
-    # Balance: once nothing waits for a warm-up or a revocation, every client is at its capacity share.
-    if not result.followup_rebalance and result.probing_rebalance_at_ms is None:
-        total_cap = sum(s.capacity for s in subs)
-        n_stateful = sum(1 for t in tasks if t in end)
-        for pid, a in result.clients.items():
-            cap = by_pid[pid].capacity
-            stateful_load = sum(1 for t in a.active if t in end)
-            # Stateful and stateless tasks are balanced separately, each within its own share.
-            for kind, n_kind, load in (
-                ("stateful", n_stateful, stateful_load),
-                ("stateless", len(tasks) - n_stateful, len(a.active) - stateful_load),
-            ):
-                lo, hi = n_kind * cap // total_cap, -(-n_kind * cap // total_cap)
-                assert lo <= load <= hi, f"{pid} (capacity {cap}) runs {load} {kind} tasks, share is {lo}..{hi}"
+    # A task keeps a caught-up standby (or warm-up) whenever a client other than the one running it
+    # (or revoking it) is caught up: balancing waits for a warm-up rather than lose it.
+    if want:
+        runner = {t: pid for pid, a in result.clients.items() for t in a.active}
+        acceptable = configs.acceptable_recovery_lag
+        for t in end:
+            on = runner.get(t, owners.get(t))
+            hot = [s.process_id for s in subs if s.process_id != on and caught_up(s, t, end[t], acceptable, owners.get(t))]
+            holders = [pid for pid, a in result.clients.items() if t in a.standby]
+            if hot:
+                assert any(p in hot for p in holders), f"{t}: no caught-up standby on {holders}, though {hot} are caught up"
+    settled = not result.followup_rebalance and result.probing_rebalance_at_ms is None
+    # Tag spread: once nothing waits, with one tag key, a task's active and standbys use as many
+    # distinct values as they can (each replica in an unused zone while one is left).
+    keys = configs.rack_aware_assignment_tags
+    if settled and want and len(keys) == 1:
+        zones = {s.tags.get(keys[0]) for s in subs}
+        for t in end:
+            placed = [pid for pid, a in result.clients.items() if t in a.active or t in a.standby - a.warmup]
+            used = {by_pid[pid].tags.get(keys[0]) for pid in placed}
+            assert len(used) == min(len(placed), len(zones)), f"{t} on {placed} uses zones {used} of {zones}"
+    # With several keys: no replica sits where the tag rule rejects it, given the task's other
+    # replicas, while a client the rule accepts holds nothing of the task.
+    if settled and want and len(keys) > 1:
+        accepts = _tag_rule(subs, keys)
+        for t in end:
+            runs = [pid for pid, a in result.clients.items() if t in a.active]
+            holding = [pid for pid, a in result.clients.items() if t in a.standby - a.warmup]
+            free = [pid for pid in by_pid if pid not in runs and pid not in holding]
+            for d in holding:
+                others = runs + [r for r in holding if r != d]
+                if not accepts(others, d):
+                    better = [c for c in free if accepts(others, c)]
+                    assert not better, f"{t}: replica on {d} breaks the tag rule while {better} would not"
+    # Balance, once nothing waits for a warm-up or a revocation.
+    if settled:
+        check_balance(tasks, subs, end, result)
+        # With several tag keys the rule depends on the order replicas are taken in, and the assignor
+        # also refuses moves its next round's sticky pass would undo: balance is best effort there.
+        if want and len(configs.rack_aware_assignment_tags) <= 1:
+            check_standby_balance(subs, end, configs, result)
+
+
+def _tag_rule(subs: list[ClientState], keys: tuple[str, ...]) -> Callable[[list[uuid.UUID], uuid.UUID], bool]:
+    """rack.aware.assignment.tags: may `pid` hold a replica next to `others`? Each of its tag values
+    must be unused among them, unless they use every value of that key already."""
+    values = {s.process_id: tuple(s.tags.get(k) for k in keys) for s in subs}
+    distinct = [len({v[i] for v in values.values()}) for i in range(len(keys))]
+
+    def accepts(others: list[uuid.UUID], pid: uuid.UUID) -> bool:
+        return all(
+            values[pid][i] not in {values[o][i] for o in others} or len({values[o][i] for o in others}) >= distinct[i]
+            for i in range(len(keys))
+        )
+
+    return accepts
+
+
+def check_standby_balance(
+    subs: list[ClientState], end: dict[TaskId, int], configs: AssignmentConfigs, result: AssignmentResult
+) -> None:
+    """No standby could move from a client above the ceil of its share of all tasks (actives and
+    standbys, by capacity) to one below it, nor from a client above its rounded share to one below it,
+    nor to a client whose load per capacity unit, with it, would stay below the giver's (Kafka's
+    criterion), where the taker runs nothing of the task and the tag rule allows it (the first two
+    only to a taker that would not rise above the giver's load per capacity unit). The rounded
+    shares: floors, and the leftover ceils to the clients with the most actives per capacity unit, then
+    by process id."""
+    cap = {s.process_id: s.capacity for s in subs}
+    total_cap = sum(cap.values())
+    replicas = {pid: a.standby - a.warmup for pid, a in result.clients.items()}
+    load = {pid: len(a.active) + len(replicas[pid]) for pid, a in result.clients.items()}
+    everything = sum(load.values())
+    rounded = {pid: everything * c // total_cap for pid, c in cap.items()}
+    fractional = sorted(
+        (pid for pid, c in cap.items() if everything * c % total_cap),
+        key=lambda pid: (-len(result.clients[pid].active) / cap[pid], pid),
+    )
+    for pid in fractional[: everything - sum(rounded.values())]:
+        rounded[pid] += 1
+    accepts = _tag_rule(subs, configs.rack_aware_assignment_tags)
+    ceil = {pid: -(-everything * c // total_cap) for pid, c in cap.items()}
+    pairs = [
+        *(
+            (g, t)
+            for limit in (ceil, rounded)
+            for g in load
+            if load[g] > limit[g]
+            for t in load
+            if load[t] < limit[t] and (load[t] + 1) / cap[t] <= load[g] / cap[g]
+        ),
+        *((g, t) for g in load for t in load if (load[t] + 1) / cap[t] < load[g] / cap[g]),
+    ]
+    for giver, taker in pairs:
+        for t in replicas[giver]:
+            runs = [p for p, a in result.clients.items() if t in a.active or t in replicas[p]]
+            others = [p for p in runs if p != giver]
+            assert taker in runs or not accepts(others, taker), (
+                f"standby {t} could move from {giver} (load {load[giver]}, capacity {cap[giver]}) to "
+                f"{taker} (load {load[taker]}, capacity {cap[taker]})"
+            )
+
+
+def check_balance(
+    tasks: list[TaskId], subs: list[ClientState], end: dict[TaskId, int], result: AssignmentResult
+) -> None:
+    """Stateful tasks: every client within [floor, ceil] of its capacity share. All actives (per
+    thread): no stateless task could move to a client that would then run fewer per capacity unit than
+    its giver does now. Each subtopology: a client runs at most the ceil of its share of it, that share
+    being the subtopology's size times the client's part of the capacity (stateful tasks) or of the
+    stateless tasks (the stateless pool fills up what the stateful one left)."""
+    cap = {s.process_id: s.capacity for s in subs}
+    total_cap = sum(cap.values())
+    stateful = {pid: {t for t in a.active if t in end} for pid, a in result.clients.items()}
+    stateless = {pid: a.active - stateful[pid] for pid, a in result.clients.items()}
+    n_stateful = sum(1 for t in tasks if t in end)
+    for pid, load in stateful.items():
+        lo, hi = n_stateful * cap[pid] // total_cap, -(-n_stateful * cap[pid] // total_cap)
+        assert lo <= len(load) <= hi, f"{pid} (capacity {cap[pid]}) runs {len(load)} stateful tasks, share is {lo}..{hi}"
+    per_thread = {pid: len(a.active) / cap[pid] for pid, a in result.clients.items()}
+    for giver, given in stateless.items():
+        if given:
+            for taker, a in result.clients.items():
+                after = (len(a.active) + 1) / cap[taker]
+                assert after >= per_thread[giver], (
+                    f"{taker} (capacity {cap[taker]}, {len(a.active)} actives) should take a stateless task from "
+                    f"{giver} (capacity {cap[giver]}, {len(result.clients[giver].active)} actives)"
+                )
+    for pool, part, whole in (
+        (stateful, lambda pid: cap[pid], total_cap),
+        (stateless, lambda pid: len(stateless[pid]), len(tasks) - n_stateful),
+    ):
+        subtopologies = Counter((t.topology_name, t.subtopology) for held in pool.values() for t in held)
+        for pid, held in pool.items():
+            for sub, count in Counter((t.topology_name, t.subtopology) for t in held).items():
+                most = -(-subtopologies[sub] * part(pid) // whole)
+                assert count <= most, f"{pid} runs {count} tasks of subtopology {sub}, its share is at most {most}"

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from streams_rt.assignment import (
     AssignmentConfigs,
+    AssignmentResult,
     ClientState,
     RebalanceProtocol,
     TaskTopology,
@@ -18,8 +19,8 @@ from streams_rt.assignment import (
 )
 from streams_rt.assignment.active_placement import general_assign
 from streams_rt.assignment.constrained import constrained_assign
-from streams_rt.assignment.lag import Lags
 from streams_rt.assignment.ownership import NO_OWNER
+from streams_rt.assignment.round_inputs import number_round
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
 
 COOP, EAGER = RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER
@@ -51,6 +52,10 @@ def test_configs_from_kafka_property_names() -> None:
     assert AssignmentConfigs() == AssignmentConfigs(0, 10_000, 2, 600_000, ())
     with pytest.raises(ValueError, match="max.warmup.replicas"):
         AssignmentConfigs(max_warmup_replicas=0)
+    with pytest.raises(ValueError, match="num.standby.replicas must be an integer, got 'two'"):
+        AssignmentConfigs.from_properties({"num.standby.replicas": "two"})
+    with pytest.raises(ValueError, match="rack.aware.assignment.tags"):
+        AssignmentConfigs.from_properties({"rack.aware.assignment.tags": 3})
 
 
 def test_topology_checks_co_partitioning_and_marks_stateless_tasks() -> None:
@@ -116,6 +121,15 @@ def test_lagging_target_gets_warmups_and_a_probing_rebalance() -> None:
     assert r2.probing_rebalance_at_ms == 130_000  # one more task still has to move
 
 
+def test_with_nobody_caught_up_the_active_goes_to_the_least_lag_and_its_target_warms_up() -> None:
+    """KIP-441: B has the least lag on both tasks, though nobody is caught up; balance wants one task on A."""
+    end = {T[0]: 100_000, T[1]: 100_000}
+    b = ClientState(B, task_offset_sums={T[0]: 60_000, T[1]: 70_000})
+    r = assign(T[:2], [ClientState(A), b], end, AssignmentConfigs(), COOP, 0)
+    assert r.clients[B].active == {T[0], T[1]} and not r.clients[A].active
+    assert len(r.clients[A].warmup) == 1 and r.probing_rebalance_at_ms is not None
+
+
 def test_caught_up_standby_takes_over_when_the_owner_leaves() -> None:
     t = T[0]
     end = {t: 100_000}
@@ -123,6 +137,26 @@ def test_caught_up_standby_takes_over_when_the_owner_leaves() -> None:
     r = assign([t], [b, ClientState(C)], end, AssignmentConfigs(num_standby_replicas=1), COOP, 0)
     assert r.clients[B].active == {t} and r.clients[C].standby == {t}
     assert r.probing_rebalance_at_ms is None
+
+
+def test_a_new_client_warms_up_standbys_before_they_leave_caught_up_clients() -> None:
+    """Balance wants standbys on the new client C, which holds nothing: each task keeps its caught-up
+    standby on A or B meanwhile, and C gets warm-ups, within max.warmup.replicas."""
+    end = {t: 100_000 for t in T}
+    a = running(A, T[:2], owned_standby=frozenset(T[2:]))
+    b = running(B, T[2:], owned_standby=frozenset(T[:2]))
+    a = ClientState(A, owned_active=a.owned_active, owned_standby=a.owned_standby,
+                    task_offset_sums={**a.task_offset_sums, T[2]: 100_000, T[3]: 100_000})
+    b = ClientState(B, owned_active=b.owned_active, owned_standby=b.owned_standby,
+                    task_offset_sums={**b.task_offset_sums, T[0]: 100_000, T[1]: 100_000})
+    configs = AssignmentConfigs(num_standby_replicas=1, max_warmup_replicas=1)
+    r = assign(T, [a, b, ClientState(C)], end, configs, COOP, 0)
+    c = r.clients[C]
+    assert c.standby == c.warmup and len(c.warmup) == 1 and not c.active
+    for t in T:
+        hot = [pid for pid in (A, B) if t in r.clients[pid].standby]
+        assert len(hot) == 1, f"{t} keeps its caught-up standby"
+    assert r.probing_rebalance_at_ms is not None
 
 
 def test_standbys_prefer_state_and_spread_over_tags() -> None:
@@ -143,6 +177,95 @@ def test_standbys_prefer_state_and_spread_over_tags() -> None:
     assert holders == {C, D}  # zones z2 and z3: never the active's zone z1 while others exist
 
 
+def test_when_no_client_passes_the_tag_rule_the_rule_is_checked_again_for_the_next_standby() -> None:
+    """Nobody passes for the first standby of the task running on a1 (every other client is in zone a
+    or on rack r1); a2, which adds an unused rack, takes it. That uses up the racks, so b1 in the
+    unused zone b passes for the second, not a3 in the active's own zone, although a3 comes first by
+    load and process id."""
+    t = T[0]
+    a1, a2, a3, b1, b2 = (uuid.UUID(int=i) for i in range(1, 6))  # process-id order
+    where = {a1: ("a", "r1"), a2: ("a", "r2"), a3: ("a", "r1"), b1: ("b", "r1"), b2: ("b", "r1")}
+    clients = [
+        ClientState(
+            pid, tags={"zone": zone, "rack": rack}, owned_active={t: 1} if pid == a1 else {},
+            task_offset_sums={t: OFFSET_SUM_RUNNING_ACTIVE} if pid == a1 else {},
+        )
+        for pid, (zone, rack) in where.items()
+    ]
+    configs = AssignmentConfigs(num_standby_replicas=2, rack_aware_assignment_tags=("zone", "rack"))
+    r = assign([t], clients, {t: 0}, configs, EAGER, 0)
+    assert {pid for pid, a in r.clients.items() if t in a.standby} == {a2, b1}
+
+
+def _fed_back(result: AssignmentResult, states: list[ClientState], generation: int) -> list[ClientState]:
+    """The group after applying `result`: actives running, standbys caught up (changelogs of length 0)."""
+    return [
+        ClientState(
+            s.process_id, s.capacity, owned_active={t: generation for t in result.clients[s.process_id].active},
+            owned_standby=result.clients[s.process_id].standby,
+            task_offset_sums={t: 0 for t in result.clients[s.process_id].standby},
+        )
+        for s in states
+    ]
+
+
+def test_each_subtopology_spreads_over_the_clients_and_stays_spread_after_joins_and_departures() -> None:
+    """10 subtopologies x 20 partitions on 10 clients: 2 tasks of each subtopology per client (dealing
+    them round robin in partition order would give every client 20 partitions of one subtopology).
+    After a client joins, and after two leave, no client runs more than its share of a subtopology."""
+    tasks = [TaskId(s, p) for s in range(10) for p in range(20)]
+    end = {t: 0 for t in tasks}
+    states = [ClientState(uuid.UUID(int=i + 1)) for i in range(10)]
+    for event in ("start", "join", "leave"):
+        if event == "join":
+            states = [*states, ClientState(uuid.UUID(int=99))]
+        elif event == "leave":
+            states = states[2:]
+        r = assign(tasks, states, end, AssignmentConfigs(), EAGER, 0)
+        for a in r.clients.values():
+            per_sub = [sum(1 for t in a.active if t.subtopology == s) for s in range(10)]
+            assert max(per_sub) <= -(-20 // len(states)), f"{event}: {per_sub} on {len(states)} clients"
+        again = assign(tasks, _fed_back(r, states, 1), end, AssignmentConfigs(), EAGER, 0)
+        assert again.clients == r.clients  # and it is a fixpoint
+        states = _fed_back(r, states, 1)
+
+
+def test_stateless_tasks_fill_up_the_clients_the_stateful_ones_left_short() -> None:
+    """5 stateful and 5 stateless tasks on 4 equal clients; A runs 2 of each, the others 1 of each.
+    The stateful leftover stays with A; the stateless one must not (balancing each pool alone, A would
+    keep both and run 4 tasks while the others run 2): every client runs 2 or 3."""
+    full, light = [TaskId(0, p) for p in range(5)], [TaskId(1, p) for p in range(5)]
+    owned = {A: [0, 1], B: [2], C: [3], D: [4]}
+    states = [running(pid, [full[i] for i in ps] + [light[i] for i in ps]) for pid, ps in owned.items()]
+    r = assign(full + light, states, {t: 0 for t in full}, AssignmentConfigs(), EAGER, 0)
+    assert len(r.clients[A].active & set(full)) == 2
+    totals = {pid: len(a.active) for pid, a in r.clients.items()}
+    assert sorted(totals.values()) == [2, 2, 3, 3], totals
+
+
+def test_rack_aware_standbys_even_out_within_a_zone_after_a_client_joins_it() -> None:
+    """Zones of 6, 4 and 2 clients, one standby that may not share its active's zone. A client joins
+    zone a: its standbys (only of tasks active in b or c) come within one of the other zone-a clients'
+    (before, nothing moved to it once every client was at the ceil of its share of all tasks)."""
+    tasks = [TaskId(s, p) for s in range(6) for p in range(20)]
+    end = {t: 0 for t in tasks}
+    configs = AssignmentConfigs(num_standby_replicas=1, rack_aware_assignment_tags=("zone",))
+    zones = dict(zip((uuid.UUID(int=i + 1) for i in range(12)), "aaaaaabbbbcc"))
+    states = [ClientState(pid, tags={"zone": z}) for pid, z in zones.items()]
+    r = assign(tasks, states, end, configs, EAGER, 0)
+    new = uuid.UUID(int=99)
+    zones[new] = "a"
+    fed = [
+        ClientState(s.process_id, tags=s.tags, owned_active={t: 1 for t in r.clients[s.process_id].active},
+                    owned_standby=r.clients[s.process_id].standby,
+                    task_offset_sums={t: 0 for t in r.clients[s.process_id].standby})
+        for s in states
+    ]
+    r = assign(tasks, [*fed, ClientState(new, tags={"zone": "a"})], end, configs, EAGER, 0)
+    zone_a = [len(a.standby) for pid, a in r.clients.items() if zones[pid] == "a"]
+    assert max(zone_a) - min(zone_a) <= 1, zone_a
+
+
 def test_duplicate_clients_are_rejected_and_no_clients_give_an_empty_result() -> None:
     with pytest.raises(ValueError, match="twice"):
         assign(T, [ClientState(A), ClientState(A)], {}, AssignmentConfigs(), EAGER, 0)
@@ -156,13 +279,19 @@ def test_linear_pass_moves_no_more_than_the_general_path(n: int, n_tasks: int, d
     """In the uniform case the KAFKA-9987 linear pass and the general path agree on quality."""
     owner = [data.draw(st.integers(NO_OWNER, n - 1)) for _ in range(n_tasks)]
     tasks = [TaskId(0, p) for p in range(n_tasks)]
-    lags = Lags(tasks, [0] * n_tasks, [{}] * n, [frozenset()] * n, {t: i for i, t in enumerate(tasks)}, owner, [[]] * n, 10_000)
+    clients = [
+        ClientState(uuid.UUID(int=c + 1), owned_active={t: 1 for t, o in zip(tasks, owner) if o == c})
+        for c in range(n)
+    ]
+    inputs = number_round(tasks, clients, {t: 0 for t in tasks}, (), AssignmentConfigs())
+    assert inputs.owner == owner
     pool = list(range(n_tasks))
-    linear = constrained_assign(pool, owner, n, [True] * n_tasks, lambda t: t)
-    general = general_assign(pool, owner, [1] * n, lags, lambda t: t)
+    linear = constrained_assign(pool, owner, inputs.rank, [True] * n_tasks, inputs.fill_key)
+    general = general_assign(inputs, pool)
     for placed in (linear, general):
         loads = [placed.count(c) for c in range(n)]
         assert max(loads) - min(loads) <= 1
+
     def moved(placed: list[int]) -> int:
         return sum(1 for t in pool if owner[t] != NO_OWNER and placed[t] != owner[t])
 

@@ -29,7 +29,7 @@ def groups(draw: st.DrawFn) -> tuple:
     stateless = set(draw(st.lists(st.sampled_from(tasks), max_size=3)))
     end = {t: draw(st.sampled_from([0, 5_000, 50_000])) for t in tasks if t not in stateless}
     clients = []
-    gens = {}
+    gens: dict[TaskId, int] = {}
     for pid in pids:
         owned, sums, standby = {}, {}, set()
         for t in tasks:
@@ -80,31 +80,38 @@ def test_every_round_satisfies_invariants_and_is_order_independent(group: tuple,
 
 @st.composite
 def steady_groups(draw: st.DrawFn) -> tuple:
-    """Groups with every lag 0 and a fresh assignment fed back: the assignor must then be a fixpoint."""
-    tasks = [TaskId(s, p) for s in range(draw(st.integers(1, 3))) for p in range(draw(st.integers(1, 10)))]
+    """Groups with every lag 0, some stateless tasks and rack tags, whose fresh assignment is fed back:
+    the assignor must then be a fixpoint (a stable assignment reshuffles nothing, standbys included)."""
+    tasks = [TaskId(s, p) for s in range(draw(st.integers(1, 4))) for p in range(draw(st.integers(1, 10)))]
+    stateless = set(draw(st.lists(st.sampled_from(tasks), max_size=len(tasks) // 3)))
     n = draw(st.integers(1, 10))
     pids = list(dict.fromkeys(uuid.UUID(int=draw(st.integers(0, 2**64))) for _ in range(n)))
-    caps = {pid: draw(st.integers(1, 4)) for pid in pids}
-    configs = AssignmentConfigs(num_standby_replicas=draw(st.integers(0, 2)))
-    return tasks, caps, configs, draw(st.sampled_from(list(RebalanceProtocol)))
+    tag_keys = draw(st.sampled_from([(), ("zone",), ("zone", "rack")]))
+    clients = {
+        pid: (draw(st.integers(1, 4)), {k: draw(st.sampled_from("abc")) for k in tag_keys}) for pid in pids
+    }
+    configs = AssignmentConfigs(num_standby_replicas=draw(st.integers(0, 2)), rack_aware_assignment_tags=tag_keys)
+    return tasks, stateless, clients, configs, draw(st.sampled_from(list(RebalanceProtocol)))
 
 
 @SETTINGS
 @given(steady_groups())
 def test_unchanged_group_gets_the_same_assignment(group: tuple) -> None:
-    tasks, caps, configs, protocol = group
-    end = {t: 0 for t in tasks}
-    first = assign(tasks, [ClientState(p, c) for p, c in caps.items()], end, configs, protocol, 0)
+    tasks, stateless, clients, configs, protocol = group
+    end = {t: 0 for t in tasks if t not in stateless}
+    fresh = [ClientState(p, c, tags=tags) for p, (c, tags) in clients.items()]
+    first = assign(tasks, fresh, end, configs, protocol, 0, stateless=stateless)
     assert not first.followup_rebalance and first.probing_rebalance_at_ms is None
     fed_back = [
         ClientState(
             p,
             c,
+            tags=tags,
             owned_active={t: 1 for t in first.clients[p].active},
             owned_standby=first.clients[p].standby,
             task_offset_sums={t: 0 for t in first.clients[p].standby},
         )
-        for p, c in caps.items()
+        for p, (c, tags) in clients.items()
     ]
-    second = assign(tasks, fed_back, end, configs, protocol, 0)
+    second = assign(tasks, fed_back, end, configs, protocol, 0, stateless=stateless)
     assert second == first
