@@ -4,9 +4,17 @@ them from decoded subscriptions and the assignor stays pure."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from streams_rt.config import StreamsConfig, resolve
+from streams_rt.config.registry import (
+    ACCEPTABLE_RECOVERY_LAG,
+    MAX_WARMUP_REPLICAS,
+    NUM_STANDBY_REPLICAS,
+    PROBING_REBALANCE_INTERVAL_MS,
+    RACK_AWARE_ASSIGNMENT_TAGS,
+)
 from streams_rt.protocol import TaskId
 
 
@@ -45,39 +53,20 @@ class AssignmentConfigs:
         object.__setattr__(self, "rack_aware_assignment_tags", tuple(self.rack_aware_assignment_tags))
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, object]) -> AssignmentConfigs:
-        """Build from Kafka-style properties; unrelated keys are ignored (they belong to other layers).
-
-        `rack.aware.assignment.tags` may be a comma-separated string or a sequence. Raises ValueError
-        naming the property when a value has the wrong type or range."""
-        defaults = cls()
-
-        def number(key: str) -> int:
-            if key in props:
-                return _as_int(key, props[key])
-            return int(getattr(defaults, key.replace(".", "_")))
-
-        tags = props.get("rack.aware.assignment.tags", ())
-        if isinstance(tags, str):
-            tags = tags.split(",")
-        if not isinstance(tags, Iterable) or not all(isinstance(t, str) for t in tags):
-            raise ValueError(f"rack.aware.assignment.tags must be a comma-separated string or strings, got {tags!r}")
+    def from_config(cls, config: StreamsConfig) -> AssignmentConfigs:
+        """The assignor's settings from a resolved configuration (the registry has checked them)."""
         return cls(
-            num_standby_replicas=number("num.standby.replicas"),
-            acceptable_recovery_lag=number("acceptable.recovery.lag"),
-            max_warmup_replicas=number("max.warmup.replicas"),
-            probing_rebalance_interval_ms=number("probing.rebalance.interval.ms"),
-            rack_aware_assignment_tags=tuple(t.strip() for t in tags if t.strip()),
+            num_standby_replicas=config.get(NUM_STANDBY_REPLICAS),
+            acceptable_recovery_lag=config.get(ACCEPTABLE_RECOVERY_LAG),
+            max_warmup_replicas=config.get(MAX_WARMUP_REPLICAS),
+            probing_rebalance_interval_ms=config.get(PROBING_REBALANCE_INTERVAL_MS),
+            rack_aware_assignment_tags=tuple(config.get(RACK_AWARE_ASSIGNMENT_TAGS)),
         )
 
-
-def _as_int(key: str, value: object) -> int:
-    if isinstance(value, (int, str)) and not isinstance(value, bool):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise ValueError(f"{key} must be an integer, got {value!r}")
+    @classmethod
+    def from_properties(cls, props: Mapping[str, object]) -> AssignmentConfigs:
+        """`from_config(resolve(props))`: raises ConfigError (one line, naming the key) or ConfigErrors."""
+        return cls.from_config(resolve(props))
 
 
 @dataclass(frozen=True)

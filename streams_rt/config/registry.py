@@ -39,7 +39,7 @@ from streams_rt.protocol import ACCEPTED_UPGRADE_FROM
 
 # The readers: each turns a resolved StreamsConfig into the typed settings of one part.
 STATE_CONFIG = "StateConfig.from_config"
-ASSIGNMENT_CONFIGS = "AssignmentConfigs.from_properties"
+ASSIGNMENT_CONFIGS = "AssignmentConfigs.from_config"
 COORDINATOR_CONFIG = "CoordinatorConfig.from_config"
 START_COORDINATOR = "start_coordinator"
 CONTROL_PLANE = "ControlPlaneSettings.from_config"

@@ -221,7 +221,7 @@ def start_coordinator(
     config = props if isinstance(props, StreamsConfig) else resolve(props)
     planner = StreamsRoundPlanner(
         tasks,
-        configs=AssignmentConfigs.from_properties(config.originals),
+        configs=AssignmentConfigs.from_config(config),
         changelog_end_offsets=changelog_end_offsets,
         scheduled_rebalance_max_delay_ms=config.get(SCHEDULED_REBALANCE_MAX_DELAY_MS),
         source_topics=source_topics,

@@ -21,6 +21,7 @@ from streams_rt.assignment.active_placement import general_assign
 from streams_rt.assignment.constrained import constrained_assign
 from streams_rt.assignment.ownership import NO_OWNER
 from streams_rt.assignment.round_inputs import number_round
+from streams_rt.config import ConfigError
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
 
 COOP, EAGER = RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER
@@ -38,24 +39,27 @@ def running(pid: uuid.UUID, tasks: list[TaskId], generation: int = 1, **kw) -> C
 
 
 def test_configs_from_kafka_property_names() -> None:
+    required = {"application.id": "app", "bootstrap.servers": "127.0.0.1:9092"}
     c = AssignmentConfigs.from_properties(
         {
+            **required,
             "num.standby.replicas": "2",
             "acceptable.recovery.lag": 5,
             "max.warmup.replicas": 3,
             "probing.rebalance.interval.ms": 60_000,
             "rack.aware.assignment.tags": "zone, rack",
-            "application.id": "ignored",
         }
     )
     assert c == AssignmentConfigs(2, 5, 3, 60_000, ("zone", "rack"))
-    assert AssignmentConfigs() == AssignmentConfigs(0, 10_000, 2, 600_000, ())
+    assert AssignmentConfigs.from_properties(required) == AssignmentConfigs() == AssignmentConfigs(
+        0, 10_000, 2, 600_000, ()
+    )
     with pytest.raises(ValueError, match="max.warmup.replicas"):
         AssignmentConfigs(max_warmup_replicas=0)
-    with pytest.raises(ValueError, match="num.standby.replicas must be an integer, got 'two'"):
-        AssignmentConfigs.from_properties({"num.standby.replicas": "two"})
-    with pytest.raises(ValueError, match="rack.aware.assignment.tags"):
-        AssignmentConfigs.from_properties({"rack.aware.assignment.tags": 3})
+    with pytest.raises(ConfigError, match="num.standby.replicas"):
+        AssignmentConfigs.from_properties({**required, "num.standby.replicas": "two"})
+    with pytest.raises(ConfigError, match="rack.aware.assignment.tags"):
+        AssignmentConfigs.from_properties({**required, "rack.aware.assignment.tags": 3})
 
 
 def test_topology_checks_co_partitioning_and_marks_stateless_tasks() -> None:

@@ -34,8 +34,7 @@ class Reader:
 
 READERS = (
     Reader(registry.STATE_CONFIG, "state/config.py", ("StateConfig", "from_config")),
-    # The class, not just from_properties: the key names live in its _KEYS table.
-    Reader(registry.ASSIGNMENT_CONFIGS, "assignment/model.py", ("AssignmentConfigs",)),
+    Reader(registry.ASSIGNMENT_CONFIGS, "assignment/model.py", ("AssignmentConfigs", "from_config")),
     Reader(registry.COORDINATOR_CONFIG, "coordinator/service.py", ("CoordinatorConfig", "from_config")),
     Reader(registry.START_COORDINATOR, "coordinator/service.py", ("start_coordinator",)),
     Reader(registry.CONTROL_PLANE, "rpc/settings.py", ("ControlPlaneSettings", "from_config")),
