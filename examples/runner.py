@@ -18,12 +18,11 @@ from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-
 from pyspark.sql import SparkSession
 
 from streams_rt import StreamsRuntime
-from streams_rt.rpc.batches import BatchError, HostClient
 from streams_rt.kafka.dev_broker import DevBroker
+from streams_rt.rpc.batches import BatchError, HostClient
 from streams_rt.spark.session import build_session
 
 Record = tuple[str | None, bytes, int]  # key, value, timestamp (ms)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streams_rt.assignment import ClientAssignment
-from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
 from streams_rt.protocol import AssignorError, RebalanceProtocol, TaskId
+from streams_rt.rpc.errors import GroupError, GroupErrorException
 
 log = logging.getLogger(__name__)
 

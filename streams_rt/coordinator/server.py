@@ -22,6 +22,8 @@ from streams_rt.coordinator.group import Group, GroupState, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
 from streams_rt.coordinator.round_runner import RoundRunner
 from streams_rt.coordinator.saver import RecordSaver
+from streams_rt.coordinator.task_reports import TaskReports
+from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.errors import GroupError, GroupErrorException, abbreviate, shorten
 from streams_rt.rpc.messages import (
@@ -47,8 +49,6 @@ from streams_rt.rpc.messages import (
     TaskStatusRequest,
     TaskStatusResponse,
 )
-from streams_rt.coordinator.task_reports import TaskReports
-from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.rpc.tasks import parse_reports
 from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Mapping
-from itertools import chain
 from dataclasses import dataclass, field
+from itertools import chain
 from types import MappingProxyType
 
 from streams_rt.protocol.errors import MalformedUserData

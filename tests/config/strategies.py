@@ -10,9 +10,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from streams_rt.config.keys import ConfigKey
+from streams_rt.config.keys import ConfigKey, LessThan, SetTogether
 from streams_rt.config.registry import BY_NAME, RULES
-from streams_rt.config.keys import LessThan, SetTogether
 from streams_rt.config.values import (
     Boolean,
     Choice,
@@ -26,7 +25,6 @@ from streams_rt.config.values import (
     Text,
     ValueType,
 )
-
 
 
 class Setter:

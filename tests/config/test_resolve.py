@@ -20,9 +20,9 @@ from streams_rt.config import (
     ConfigKey,
     KafkaClient,
     StreamsConfig,
+    registry,
     resolve,
 )
-from streams_rt.config import registry
 from streams_rt.config.keys import Required
 from streams_rt.config.registry import (
     BY_NAME,

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 
 import pytest
 
-from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.coordinator.group import Group, GroupState, Member, MemberAssignment, PendingRound, RoundOutcome
 from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
 from streams_rt.protocol import RebalanceProtocol
+from streams_rt.rpc.errors import GroupError, GroupErrorException
 
 SESSION, REBALANCE = 1000, 3000
 COOPERATIVE = RebalanceProtocol.COOPERATIVE

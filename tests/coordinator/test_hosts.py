@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import uuid
 
-from streams_rt.rpc.errors import GroupError
-from streams_rt.rpc.messages import HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse, SyncRequest, SyncResponse
 from streams_rt.coordinator.service import Coordinator
 from streams_rt.rpc.client import GroupClient
+from streams_rt.rpc.errors import GroupError
+from streams_rt.rpc.messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinRequest,
+    JoinResponse,
+    SyncRequest,
+    SyncResponse,
+)
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
 from tests.coordinator.harness import (
     HostFactory,

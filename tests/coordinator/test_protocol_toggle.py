@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pyarrow.flight as flight
 
-from streams_rt.rpc.errors import GroupError
-from streams_rt.rpc.messages import SetProtocolRequest, SetProtocolResponse
 from streams_rt.coordinator.service import Coordinator
 from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.client import GroupClient
+from streams_rt.rpc.errors import GroupError
+from streams_rt.rpc.messages import SetProtocolRequest, SetProtocolResponse
 from tests.coordinator.harness import Host, HostFactory, authenticated, ownership_overlaps, settled_now, wait_until
 
 

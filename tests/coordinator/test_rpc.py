@@ -8,9 +8,12 @@ from collections.abc import Iterator, Mapping
 import pyarrow.flight as flight
 import pytest
 
-from streams_rt.rpc.errors import GroupError
 from streams_rt.coordinator.errors import SubscriptionRejected
 from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
+from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
+from streams_rt.protocol import RebalanceProtocol
+from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
+from streams_rt.rpc.errors import GroupError
 from streams_rt.rpc.messages import (
     DescribeRequest,
     DescribeResponse,
@@ -25,9 +28,6 @@ from streams_rt.rpc.messages import (
     SyncRequest,
     SyncResponse,
 )
-from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
-from streams_rt.protocol import RebalanceProtocol
-from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
 from tests.coordinator.harness import TEST_SETTINGS, authenticated
 
 COOPERATIVE = RebalanceProtocol.COOPERATIVE

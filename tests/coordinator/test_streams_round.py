@@ -8,11 +8,11 @@ import uuid
 import pytest
 
 from streams_rt.assignment import AssignmentConfigs, ClientAssignment
-from streams_rt.coordinator.protocol_policy import ProtocolPolicy
-from streams_rt.coordinator.group import Member, MemberAssignment
-from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.coordinator.errors import SubscriptionRejected
+from streams_rt.coordinator.group import Member, MemberAssignment
+from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner, enforce_handoff
+from streams_rt.coordinator.user_data import DecodedSubscription, StreamsUserDataCodec
 from streams_rt.protocol import (
     NO_NEXT_REBALANCE,
     AssignorError,
@@ -22,8 +22,8 @@ from streams_rt.protocol import (
     TopicPartition,
     decode_assignment,
 )
-from streams_rt.coordinator.user_data import DecodedSubscription, StreamsUserDataCodec
 from streams_rt.protocol.subscription import SubscriptionInfo
+from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
 
 T = [TaskId(0, p) for p in range(6)]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from streams_rt.config.registry import default_state_dir
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId, TopicPartition
 from streams_rt.state import StateDirectory, StateDirectoryLockedError, StatePathError, TaskLockedError
-from streams_rt.config.registry import default_state_dir
 from streams_rt.state.config import StateConfig
 from tests.state.conftest import Children, wait_for_line
 

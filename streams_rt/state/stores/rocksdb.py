@@ -31,8 +31,8 @@ from streams_rt.state.errors import StateError, StatePathError, StoreClosedError
 from streams_rt.state.paths import ensure_directory, file_kind, read_regular_file
 from streams_rt.state.stores.base import StateStore
 from streams_rt.state.stores.rocksdb_options import (
-    LEVEL0_SLOWDOWN_WRITES_TRIGGER,
     DEFAULT_SETTINGS,
+    LEVEL0_SLOWDOWN_WRITES_TRIGGER,
     RocksDBSettings,
     restore_options,
     store_options,

@@ -12,10 +12,10 @@ import rocksdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from streams_rt.state.config import StateConfig
 from streams_rt.state.errors import StoreClosedError
 from streams_rt.state.stores import InMemoryKeyValueStore, KeyValueStore, RocksDBKeyValueStore
 from streams_rt.state.stores.kv import prefix_upper_bound
-from streams_rt.state.config import StateConfig
 from streams_rt.state.stores.rocksdb_options import LEVEL0_SLOWDOWN_WRITES_TRIGGER, RocksDBSettings
 from streams_rt.state.stores.typed import TypedKeyValueStore
 from tests.state.stores.conftest import RecordingChangelog
