@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from streams_rt.protocol import (  # noqa: E402
+from streams_rt.protocol import (
     OFFSET_SUM_RUNNING_ACTIVE,
     AssignmentInfo,
     HostInfo,
@@ -27,7 +27,7 @@ from streams_rt.protocol import (  # noqa: E402
     decode_assignment,
     decode_subscription,
 )
-from tests.protocol.harness import KafkaJava, assignment_request, subscription_request  # noqa: E402
+from tests.protocol.harness import KafkaJava, assignment_request, subscription_request
 
 TASKS = 10_000
 

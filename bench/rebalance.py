@@ -86,8 +86,8 @@ def measure(n: int, rounds: int, processes: int, heartbeat_ms: int) -> list[floa
         for r in range(rounds):
             before = c.metrics.snapshot(0)
             c.request_rebalance("benchmark round")
-            wait(lambda: c.metrics.snapshot(0)["rebalance-total"] > before["rebalance-total"] and settled(c, n),
-                 300, f"round {r}")
+            wait(lambda before=before: c.metrics.snapshot(0)["rebalance-total"] > before["rebalance-total"]
+                 and settled(c, n), 300, f"round {r}")
             after = c.metrics.snapshot(0)
             latencies.append(after["rebalance-latency-total"] - before["rebalance-latency-total"])
         return latencies

@@ -3,8 +3,8 @@
 For each size (default 1M and 5M records; 16-byte keys, 100-byte values) it fills a changelog topic,
 then measures, each phase in a fresh child process so peak RSS is per phase:
   raw consume   confluent-kafka consume() batches with the restore consumer's settings, records counted;
-  restore       TaskState.open_active() and the shared ChangelogReader on an empty state directory: the real restore path, timed
-                from the first record read to the store reopened for processing;
+  restore       TaskState.open_active() and the shared ChangelogReader on an empty state directory: the
+                real restore path, timed from the first record read to the store reopened for processing;
   rocksdb write WriteBatch puts of the same shape into a fresh store, no Kafka (batch build, write
                 and flush, all timed).
 It prints the rates, restore / raw consume (target >= 0.80), each phase's peak RSS (VmHWM), and where
@@ -128,16 +128,16 @@ def phase_restore(args: argparse.Namespace) -> dict:
         def __init__(self) -> None:
             self.bar: tqdm | None = None
 
-        def on_restore_start(self, tp, store, start_offset, end_offset) -> None:  # noqa: ANN001
+        def on_restore_start(self, tp, store, start_offset, end_offset) -> None:
             timings["start"] = time.perf_counter()
             cpu.start()
             self.bar = tqdm(total=end_offset - start_offset, desc="restore", unit="rec", unit_scale=True, leave=False)
 
-        def on_batch_restored(self, tp, store, batch_end_offset, num_restored) -> None:  # noqa: ANN001
+        def on_batch_restored(self, tp, store, batch_end_offset, num_restored) -> None:
             assert self.bar is not None
             self.bar.update(num_restored)
 
-        def on_restore_end(self, tp, store, total_restored) -> None:  # noqa: ANN001
+        def on_restore_end(self, tp, store, total_restored) -> None:
             timings["records"] = total_restored
             assert self.bar is not None
             self.bar.close()
@@ -319,10 +319,12 @@ def _ceiling(best: dict[str, dict], cores: int | None) -> float:
 
 def _print_row(records: int, best: dict[str, dict]) -> None:
     restore, raw, rocks = best["restore"], best["raw"], best["rocksdb"]
-    print(f"  raw consume   {records / raw['seconds']:>12,.0f} rec/s  ({raw['seconds']:.2f} s, peak RSS {raw['peak_rss_mb']:.0f} MB)")
+    print(f"  raw consume   {records / raw['seconds']:>12,.0f} rec/s  ({raw['seconds']:.2f} s,"
+          f" peak RSS {raw['peak_rss_mb']:.0f} MB)")
     print(f"  restore       {records / restore['seconds']:>12,.0f} rec/s  ({restore['seconds']:.2f} s; "
           f"open_active {restore['open_seconds']:.2f} s; peak RSS {restore['peak_rss_mb']:.0f} MB)")
-    print(f"  rocksdb write {records / rocks['seconds']:>12,.0f} rec/s  ({rocks['seconds']:.2f} s, peak RSS {rocks['peak_rss_mb']:.0f} MB)")
+    print(f"  rocksdb write {records / rocks['seconds']:>12,.0f} rec/s  ({rocks['seconds']:.2f} s,"
+          f" peak RSS {rocks['peak_rss_mb']:.0f} MB)")
     serial = records / (raw["seconds"] + rocks["seconds"])
     print(f"  consume then write, back to back (the bound without overlap): {serial:,.0f} rec/s; "
           f"restore reaches {records / restore['seconds'] / serial:.2f} of it")

@@ -77,7 +77,8 @@ def run(example: Example, args: argparse.Namespace, spark: SparkSession | None =
         return f"{name}-{suffix}"
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic(t), n, 1) for t, n in {**example.inputs, **example.outputs}.items()]).values():
+    topics = {**example.inputs, **example.outputs}
+    for future in admin.create_topics([NewTopic(topic(t), n, 1) for t, n in topics.items()]).values():
         future.result(timeout=30)
     stop = threading.Event()
     produced = [0]

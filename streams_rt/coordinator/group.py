@@ -169,9 +169,9 @@ class Group:
         """With `assigner`, each round is computed at once, on the calling thread (single-threaded
         use); with None, a driver takes `pending_round()`, computes it off the lock and hands the
         outcome to `complete_round()`. `restored` is the record a previous coordinator saved: its
-        members are expected back and must rejoin (a round starts at `now_ms`). `persistent`: someone saves `unsaved()` and
-        reports `saved()`; no member can fetch a generation before its record is saved, so a
-        restart never forgets a generation a member holds. The group never waits for the save.
+        members are expected back and must rejoin (a round starts at `now_ms`). `persistent`: someone
+        saves `unsaved()` and reports `saved()`; no member can fetch a generation before its record is
+        saved, so a restart never forgets a generation a member holds. The group never waits for the save.
         `hold_rounds_until_ms` delays the first round (group.initial.rebalance.delay.ms)."""
         self.group_id = group_id
         self.state = GroupState.EMPTY
@@ -414,7 +414,8 @@ class Group:
         self._maybe_complete_round(now_ms)
         return new_id
 
-    def sync(self, *, member_id: str, instance_id: str | None, known_generation: int, now_ms: int) -> MemberAssignment | None:
+    def sync(self, *, member_id: str, instance_id: str | None, known_generation: int,
+             now_ms: int) -> MemberAssignment | None:
         """The member's assignment if it is newer than `known_generation`; None while the round it
         joined is still collecting members. Refuses a member that has to rejoin first."""
         m = self._member(member_id, instance_id)
@@ -472,7 +473,8 @@ class Group:
                 self._remove(mid, now_ms, f"session timeout ({m.session_timeout_ms} ms) expired")
         if self.state is GroupState.PREPARING_REBALANCE and now_ms >= self._hold_until_ms:
             self._maybe_complete_round(now_ms)
-        if self.state is GroupState.PREPARING_REBALANCE and now_ms >= max(self._rebalance_deadline_ms, self._hold_until_ms):
+        deadline_ms = max(self._rebalance_deadline_ms, self._hold_until_ms)
+        if self.state is GroupState.PREPARING_REBALANCE and now_ms >= deadline_ms:
             late = [mid for mid, m in self.members.items() if not m.joined]
             for mid in late:
                 self._forget(mid, "did not rejoin within the rebalance timeout")

@@ -52,7 +52,8 @@ class KafkaStateStore:
             while position < high:
                 msg = consumer.poll(self._timeout_s)
                 if msg is None:
-                    raise TimeoutError(f"reading {self.topic}: no record at offset {position} within {self._timeout_s} s")
+                    raise TimeoutError(
+                        f"reading {self.topic}: no record at offset {position} within {self._timeout_s} s")
                 if msg.error():
                     raise KafkaException(msg.error())
                 position = msg.offset() + 1
@@ -70,7 +71,8 @@ class KafkaStateStore:
         )
         remaining = self._producer.flush(self._timeout_s)
         if remaining or errors:
-            raise RuntimeError(f"could not persist generation {snapshot.group.generation} to {self.topic}: {errors or 'timeout'}")
+            raise RuntimeError(f"could not persist generation {snapshot.group.generation} to {self.topic}:"
+                               f" {errors or 'timeout'}")
 
     def close(self) -> None:
         """Flush and drop the producer, so it stops reconnecting once the broker is gone."""

@@ -178,7 +178,7 @@ class CoordinatorServer(SecureFlightServer):
                 f" ({self._settings.max_request_bytes})",
             )
         request = request_cls.from_bytes(body.to_pybytes())
-        group_id = getattr(request, "group_id")
+        group_id = request.group_id
         if group_id != self._group.group_id:
             raise GroupErrorException(
                 GroupError.INCONSISTENT_GROUP,

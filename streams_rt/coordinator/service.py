@@ -193,7 +193,8 @@ class Coordinator:
         Raises GroupErrorException when the planner cannot (e.g. upgrade.from caps the version)."""
         request = getattr(self._planner, "request_shutdown", None)
         if request is None:
-            raise GroupErrorException(GroupError.INVALID_REQUEST, "this coordinator's planner cannot request a shutdown")
+            raise GroupErrorException(GroupError.INVALID_REQUEST,
+                                      "this coordinator's planner cannot request a shutdown")
         self._server.request_rebalance(f"application shutdown requested: {reason}", request)
         log.warning("application %s: shutdown requested: %s", self.config.application_id, reason)
 

@@ -294,7 +294,7 @@ def _read_partitions(r: Reader, topics: dict[int, str] | None) -> Partitions:
         r.pos = start + 8 * count
         indices = flat[::2]
         try:
-            partitions = [TopicPartition(topics[i], p) for i, p in zip(indices, flat[1::2])]
+            partitions = [TopicPartition(topics[i], p) for i, p in zip(indices, flat[1::2], strict=True)]
         except KeyError as missing:
             at = start + 8 * indices.index(missing.args[0])
             raise r.error(f"topic index {missing.args[0]} is not in the topic dictionary", at) from None

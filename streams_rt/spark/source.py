@@ -185,8 +185,8 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         for task, status in sorted(statuses.items()):
             ranges = {tp: (begin[tp], finish[tp]) for tp in status.inputs if tp in finish and finish[tp] > begin[tp]}
             if ranges and str(task) not in planned:
-                batches.append(TaskBatch(str(task), status.endpoint or "", generation,
-                                         tuple((tp.topic, tp.partition, s, e) for tp, (s, e) in sorted(ranges.items()))))
+                spans = tuple((tp.topic, tp.partition, s, e) for tp, (s, e) in sorted(ranges.items()))
+                batches.append(TaskBatch(str(task), status.endpoint or "", generation, spans))
         self._planned[json.dumps(end, sort_keys=True)] = batches
         return batches  # type: ignore[return-value]
 

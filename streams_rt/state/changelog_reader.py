@@ -198,7 +198,7 @@ class ChangelogReader:
             first, last = records[0], records[-1]
             if (first.topic(), first.partition()) == (last.topic(), last.partition()) == tp:
                 return [(tp, records)]
-        keys = list(zip(map(Message.topic, records), map(Message.partition, records)))
+        keys = list(zip(map(Message.topic, records), map(Message.partition, records), strict=True))
         runs = []
         start = 0
         for (topic, partition), group in itertools.groupby(keys):

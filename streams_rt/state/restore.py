@@ -94,7 +94,7 @@ def split_events(messages: Sequence[Message]) -> tuple[list[Message], list[Messa
         return list(messages), []
     records: list[Message] = []
     eofs: list[Message] = []
-    for message, error in zip(messages, errors):
+    for message, error in zip(messages, errors, strict=True):
         if error is None:
             records.append(message)
         elif error.code() == KafkaError._PARTITION_EOF:

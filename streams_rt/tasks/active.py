@@ -143,7 +143,7 @@ class ActiveTaskRunner:
         tps = sorted(self.core.inputs)
         committed = consumer.committed([KafkaTopicPartition(tp.topic, tp.partition) for tp in tps], timeout=30)
         positions = {}
-        for tp, found in zip(tps, committed):
+        for tp, found in zip(tps, committed, strict=True):
             if found.offset >= 0:
                 positions[tp] = found.offset
             else:

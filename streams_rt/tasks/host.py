@@ -9,6 +9,7 @@ the coordinator, for each active task, its phase and committed positions."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -225,7 +226,7 @@ class TaskHost:
         except InputUnavailable as e:
             raise BatchError("UNAVAILABLE", str(e)) from None
         except StoreCorrupted as e:
-            self._state.call(lambda: self._reopen_corrupted(e))
+            self._state.call(functools.partial(self._reopen_corrupted, e))
             raise BatchError(Refusal.RESTORING.value, f"task {request.task}: {e}; restoring it") from None
         except Exception as e:  # the batch was rolled back; the caller sees why, the host goes on
             log.exception("task %s: batch failed", request.task)

@@ -3,6 +3,7 @@ processes (tests/coordinator/member_host.py) speaking real Flight RPC."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -109,7 +110,8 @@ class HostFactory:
         port, and get its secret in their environment, as the driver hands it to the hosts it starts."""
         self.address = coordinator.address
         self.app = coordinator.config.application_id
-        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(coordinator.secret.environment() if coordinator.secret else {})}
+        secret = coordinator.secret.environment() if coordinator.secret else {}
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **secret}
         self.tmp = tmp
         self.hosts: list[Host] = []
 
@@ -217,7 +219,7 @@ def ownership_overlaps(hosts: list[Host]) -> list[str]:
     problems = []
     for t, ss in spans.items():
         ss.sort()
-        for (s1, e1, h1), (s2, e2, h2) in zip(ss, ss[1:]):
+        for (_, e1, h1), (s2, _, h2) in itertools.pairwise(ss):
             if s2 < e1:
                 problems.append(f"task {t}: {h1} held it until {e1:.3f} but {h2} from {s2:.3f}")
     return problems

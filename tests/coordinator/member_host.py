@@ -131,7 +131,8 @@ def main() -> int:
     out.write("started", pid=str(pid))
     last = None
     while not stop.is_set():
-        m = member.wait_for(lambda s: s.state is not MemberState.STABLE or (s.generation, s.used_version) != last, 0.2)
+        m = member.wait_for(
+            lambda s, last=last: s.state is not MemberState.STABLE or (s.generation, s.used_version) != last, 0.2)
         if m is None:
             continue
         if m.state is MemberState.FAILED:

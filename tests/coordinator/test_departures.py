@@ -103,5 +103,6 @@ def test_the_planner_and_the_assignor_share_one_caught_up_rule(end: int | None, 
         tasks = [T0]
         sums = [{} if offset_sum is None else {T0: offset_sum}, {}]
         owner = [1 if offset_sum == -2 else NO_OWNER]  # the assignor counts a running task via ownership
-        lags = Lags(tasks, [end], sums, [frozenset(), frozenset()], {t: i for i, t in enumerate(tasks)}, owner, [[], []], 10_000)
+        index = {t: i for i, t in enumerate(tasks)}
+        lags = Lags(tasks, [end], sums, [frozenset(), frozenset()], index, owner, [[], []], 10_000)
         assert lags.caught_up(0, 1 if offset_sum == -2 else 0) is caught_up

@@ -85,7 +85,8 @@ def test_first_member_forms_generation_one(group: Group) -> None:
     group.heartbeat(member_id=mid, instance_id=None, generation=1, now_ms=10)
 
 
-def test_new_member_makes_existing_members_rejoin_and_generation_increase(group: Group, assigner: RecordingAssigner) -> None:
+def test_new_member_makes_existing_members_rejoin_and_generation_increase(group: Group,
+                                                                          assigner: RecordingAssigner) -> None:
     a = join(group, 0)
     b = join(group, 10)
     assert group.state is GroupState.PREPARING_REBALANCE

@@ -112,10 +112,14 @@ def test_malformed_user_data_gets_that_member_an_assignor_error(client: GroupCli
         (b"not json", "not UTF-8 JSON"),
         (b"[1]", "JSON object"),
         (b'{"group_id": "app"}', "missing field"),
-        (b'{"group_id":"app","member_id":"","protocol":"X","user_data":"","session_timeout_ms":1,"rebalance_timeout_ms":1}', "protocol"),
-        (b'{"group_id":"app","member_id":"","protocol":"EAGER","user_data":"!!","session_timeout_ms":1,"rebalance_timeout_ms":1}', "base64"),
-        (b'{"group_id":"app","member_id":"","protocol":"EAGER","user_data":"","session_timeout_ms":"1","rebalance_timeout_ms":1}', "integer"),
-        (b'{"group_id":"app","member_id":"","protocol":"EAGER","user_data":"","session_timeout_ms":1,"rebalance_timeout_ms":1,"x":1}', "unknown fields"),
+        (b'{"group_id":"app","member_id":"","protocol":"X","user_data":"",'
+         b'"session_timeout_ms":1,"rebalance_timeout_ms":1}', "protocol"),
+        (b'{"group_id":"app","member_id":"","protocol":"EAGER","user_data":"!!",'
+         b'"session_timeout_ms":1,"rebalance_timeout_ms":1}', "base64"),
+        (b'{"group_id":"app","member_id":"","protocol":"EAGER","user_data":"",'
+         b'"session_timeout_ms":"1","rebalance_timeout_ms":1}', "integer"),
+        (b'{"group_id":"app","member_id":"","protocol":"EAGER","user_data":"",'
+         b'"session_timeout_ms":1,"rebalance_timeout_ms":1,"x":1}', "unknown fields"),
     ],
 )
 def test_bad_requests_get_invalid_request(coordinator: Coordinator, body: bytes, why: str) -> None:

@@ -112,13 +112,13 @@ class RecordingListener:
     def __init__(self) -> None:
         self.events: list[tuple] = []
 
-    def on_restore_start(self, tp, store, start_offset, end_offset) -> None:  # noqa: ANN001
+    def on_restore_start(self, tp, store, start_offset, end_offset) -> None:
         self.events.append(("start", store, tp, start_offset, end_offset))
 
-    def on_batch_restored(self, tp, store, batch_end_offset, num_restored) -> None:  # noqa: ANN001
+    def on_batch_restored(self, tp, store, batch_end_offset, num_restored) -> None:
         self.events.append(("batch", store, tp, batch_end_offset, num_restored))
 
-    def on_restore_end(self, tp, store, total_restored) -> None:  # noqa: ANN001
+    def on_restore_end(self, tp, store, total_restored) -> None:
         self.events.append(("end", store, tp, total_restored))
 
     def starts(self, store: str) -> list[int]:

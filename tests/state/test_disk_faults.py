@@ -27,7 +27,7 @@ import pytest
 from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.protocol import TaskId
 from streams_rt.state import EXACTLY_ONCE_V2, StateConfig, StoreCorrupted, ensure_changelog_topics
-from tests.state.child import NOBODY, SPECS, expected_kv, expected_windows
+from tests.state.child import NOBODY, SPECS, expected_kv
 from tests.state.conftest import Children, StateHost, wait_for_line
 from tests.state.disk_damage import (
     DAMAGES,

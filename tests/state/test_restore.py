@@ -68,7 +68,7 @@ def _kv_tp(config: StateConfig) -> TopicPartition:
     return TopicPartition(f"{config.application_id}-kv-changelog", 0)
 
 
-def test_full_restore_equals_committed_state(written: StateConfig, reopen) -> None:  # noqa: ANN001
+def test_full_restore_equals_committed_state(written: StateConfig, reopen) -> None:
     shutil.rmtree(written.state_dir / written.application_id / str(TASK) / "rocksdb")
     state, listener = reopen()
     assert _kv_contents(state) == expected_kv(COMMITS, PER_COMMIT)
@@ -81,7 +81,7 @@ def test_full_restore_equals_committed_state(written: StateConfig, reopen) -> No
     assert state.offsets[_kv_tp(written)] == total - 1 + COMMITS - 1  # the last record (commit markers between)
 
 
-def test_restart_reads_only_the_tail_after_the_stores_own_offset(written: StateConfig, reopen) -> None:  # noqa: ANN001
+def test_restart_reads_only_the_tail_after_the_stores_own_offset(written: StateConfig, reopen) -> None:
     store = _kv_store(written)
     store.open()
     applied = store.applied_offset()
@@ -103,7 +103,7 @@ def test_restart_reads_only_the_tail_after_the_stores_own_offset(written: StateC
     ],
 )
 def test_a_corrupt_checkpoint_is_replaced_and_the_stores_own_offsets_decide(
-    written: StateConfig, reopen, caplog: pytest.LogCaptureFixture,  # noqa: ANN001
+    written: StateConfig, reopen, caplog: pytest.LogCaptureFixture,
     damage: Callable[[str], str], why: str,
 ) -> None:
     path = written.state_dir / written.application_id / str(TASK) / ".checkpoint"
@@ -118,14 +118,14 @@ def test_a_corrupt_checkpoint_is_replaced_and_the_stores_own_offsets_decide(
     assert path.read_text() == before  # a fresh, valid checkpoint
 
 
-def test_a_missing_checkpoint_costs_nothing(written: StateConfig, reopen) -> None:  # noqa: ANN001
+def test_a_missing_checkpoint_costs_nothing(written: StateConfig, reopen) -> None:
     (written.state_dir / written.application_id / str(TASK) / ".checkpoint").unlink()
     state, listener = reopen()
     assert _kv_contents(state) == expected_kv(COMMITS, PER_COMMIT) and listener.restored("kv") == 0
 
 
 def test_an_applied_offset_beyond_the_changelog_end_wipes(
-    written: StateConfig, reopen, caplog: pytest.LogCaptureFixture  # noqa: ANN001
+    written: StateConfig, reopen, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = _kv_store(written)
     store.open()
@@ -141,7 +141,7 @@ def test_an_applied_offset_beyond_the_changelog_end_wipes(
 
 
 def test_data_without_an_applied_offset_wipes(
-    written: StateConfig, reopen, caplog: pytest.LogCaptureFixture  # noqa: ANN001
+    written: StateConfig, reopen, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A store directory whose data no offset describes (e.g. left by an older release, or planted):
     it cannot be trusted, so it is rebuilt from the changelog."""
@@ -199,7 +199,7 @@ def test_two_tasks_restore_at_once_on_one_reader(make_config: Callable[..., Stat
             state.open_active()
         assert host.reader.restoring == frozenset(tasks)
         host.reader.finish_restores()
-        for task, state in zip(tasks, states):
+        for task, state in zip(tasks, states, strict=True):
             expected = {b"%s-%d" % (str(task).encode(), i): b"v%d" % i for i in range(3000)}
             assert dict(state.store("kv").all()) == expected
             state.close()
@@ -263,7 +263,7 @@ def test_split_events_separates_records_from_eof_events_anywhere_in_a_batch() ->
         split_events([_record(3, b"a"), _event(4, KafkaError._MSG_TIMED_OUT)])
 
 
-def test_restore_applies_records_after_a_mid_batch_eof_event(tmp_path) -> None:  # noqa: ANN001
+def test_restore_applies_records_after_a_mid_batch_eof_event(tmp_path) -> None:
     store = RocksDBKeyValueStore("kv", tmp_path)
     batch = [_record(0, b"a"), _event(1, KafkaError._PARTITION_EOF), _record(1, b"b", b"w"), _record(2, b"a", None)]
     reader, task = ChangelogReader(_OneBatchConsumer(batch)), _Task()  # type: ignore[arg-type]
@@ -276,7 +276,7 @@ def test_restore_applies_records_after_a_mid_batch_eof_event(tmp_path) -> None: 
     store.close()
 
 
-def test_a_failed_poll_rewinds_every_partition(tmp_path) -> None:  # noqa: ANN001
+def test_a_failed_poll_rewinds_every_partition(tmp_path) -> None:
     """A store that fails mid-batch (here: damaged, a FIFO in its directory) must not cost the
     other partitions the records of that batch: all are sought back to their read positions."""
     first, second = RocksDBKeyValueStore("a", tmp_path), RocksDBKeyValueStore("b", tmp_path)
@@ -294,7 +294,7 @@ def test_a_failed_poll_rewinds_every_partition(tmp_path) -> None:  # noqa: ANN00
     first.close()
 
 
-def test_an_empty_tail_opens_no_store(tmp_path) -> None:  # noqa: ANN001
+def test_an_empty_tail_opens_no_store(tmp_path) -> None:
     store = RocksDBKeyValueStore("kv", tmp_path)
     reader, task = ChangelogReader(_OneBatchConsumer([_event(7, KafkaError._PARTITION_EOF)])), _Task()  # type: ignore[arg-type]
     tp = TopicPartition("t", 0)
@@ -303,7 +303,7 @@ def test_an_empty_tail_opens_no_store(tmp_path) -> None:  # noqa: ANN001
     assert task.completed == 1 and not store.is_open  # only a commit marker: no bulk open, flush and reopen
 
 
-def test_a_null_key_in_a_changelog_is_an_error_naming_its_offset(tmp_path) -> None:  # noqa: ANN001
+def test_a_null_key_in_a_changelog_is_an_error_naming_its_offset(tmp_path) -> None:
     store = RocksDBKeyValueStore("kv", tmp_path)
     consumer = _OneBatchConsumer([_record(0, b"a"), _record(1, None)])  # type: ignore[list-item]
     reader = ChangelogReader(consumer)  # type: ignore[arg-type]
@@ -315,7 +315,7 @@ def test_a_null_key_in_a_changelog_is_an_error_naming_its_offset(tmp_path) -> No
     store.close()
 
 
-def test_a_restore_without_progress_is_an_error(tmp_path) -> None:  # noqa: ANN001
+def test_a_restore_without_progress_is_an_error(tmp_path) -> None:
     store = RocksDBKeyValueStore("kv", tmp_path)
     reader = ChangelogReader(_OneBatchConsumer([]), no_progress_timeout_s=0.0)  # type: ignore[arg-type]
     tp = TopicPartition("t", 0)

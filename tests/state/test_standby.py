@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.protocol import TaskId
 from streams_rt.state import Mode, StateConfig, StateUpdater, StoreClosedError, TaskState, ensure_changelog_topics
 from tests.state.child import SPECS, expected_kv, expected_windows
 from tests.state.conftest import Children, StateHost, wait_for_line

@@ -104,7 +104,8 @@ def test_offset_sums_cover_every_task_directory(tmp_path: Path, caplog: pytest.L
         directory.checkpoint_for(TaskId(0, 3)).path.write_text("0\n3\na 3 1\n")  # corrupt
         (tmp_path / "app" / "not-a-task").mkdir()
         sums = directory.task_offset_sums(running_active=[TaskId(0, 2), TaskId(1, 0)])
-        assert sums == {TaskId(0, 1): 15, TaskId(0, 2): OFFSET_SUM_RUNNING_ACTIVE, TaskId(1, 0): OFFSET_SUM_RUNNING_ACTIVE}
+        running = OFFSET_SUM_RUNNING_ACTIVE
+        assert sums == {TaskId(0, 1): 15, TaskId(0, 2): running, TaskId(1, 0): running}
         assert "task 0_3: offset sum not reported" in caplog.text
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -23,7 +23,6 @@ from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
 from streams_rt.runtime.batch_loop import BatchLoop
 from streams_rt.runtime.local import LocalApplication
 from tests.tasks import topologies
-from tests.tasks.topologies import I64, S
 
 pytestmark = pytest.mark.broker
 
@@ -97,7 +96,9 @@ def drain(loop: BatchLoop, timeout_s: float = 120.0) -> list[tuple[Any, Any]]:
 
 
 def output_rows(table: pa.Table | None) -> list[tuple[Any, Any]]:
-    return [] if table is None else list(zip(table.column("key").to_pylist(), table.column("value").to_pylist()))
+    if table is None:
+        return []
+    return list(zip(table.column("key").to_pylist(), table.column("value").to_pylist(), strict=True))
 
 
 def last_values(rows: list[tuple[Any, Any]]) -> dict[Any, Any]:

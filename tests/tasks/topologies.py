@@ -49,7 +49,8 @@ def page_views_reference(views: list[tuple[str, int]], partitions: int) -> dict[
 def enrich_orders(suffix: str = "") -> Topology:
     b = StreamsBuilder()
     customers = b.table(f"eo-customers{suffix}", S, S, store="customers")
-    b.stream(f"eo-orders{suffix}", S, S).join(customers, lambda order, name: f"{order}:{name}").to(f"eo-enriched{suffix}", S, S)
+    orders = b.stream(f"eo-orders{suffix}", S, S)
+    orders.join(customers, lambda order, name: f"{order}:{name}").to(f"eo-enriched{suffix}", S, S)
     return b.build()
 
 

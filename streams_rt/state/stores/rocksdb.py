@@ -268,7 +268,7 @@ class RocksDBStore(StateStore):
         marked on disk."""
         try:
             iterator.status()
-        except Exception as exc:  # noqa: BLE001 - rocksdict raises plain Exceptions
+        except Exception as exc:  # rocksdict raises plain Exceptions
             typed = self._typed(exc)
             if typed is None:
                 raise

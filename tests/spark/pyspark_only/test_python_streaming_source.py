@@ -1,5 +1,5 @@
-"""PySpark alone, no streams_rt: a Python streaming data source with admission control runs real micro-batches in local[2] and in
-local-cluster[2,1,1024] (separate executor JVMs and Python workers)."""
+"""PySpark alone, no streams_rt: a Python streaming data source with admission control runs real
+micro-batches in local[2] and in local-cluster[2,1,1024] (separate executor JVMs and Python workers)."""
 
 from __future__ import annotations
 

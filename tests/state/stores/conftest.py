@@ -35,7 +35,8 @@ def changelog() -> RecordingChangelog:
 
 @pytest.fixture(params=["rocksdb", "memory"])
 def kv(request: pytest.FixtureRequest, tmp_path: Path, changelog: RecordingChangelog) -> Iterator[KeyValueStore]:
-    store: KeyValueStore = RocksDBKeyValueStore("kv", tmp_path) if request.param == "rocksdb" else InMemoryKeyValueStore("kv")
+    store: KeyValueStore = (RocksDBKeyValueStore("kv", tmp_path) if request.param == "rocksdb"
+                            else InMemoryKeyValueStore("kv"))
     store.open()
     store.attach_changelog(changelog)
     yield store

@@ -78,7 +78,7 @@ SCANS: dict[str, Callable[[KeyValueStore], Iterable[tuple[bytes, bytes]]]] = {
 
 
 @pytest.mark.parametrize("scan", SCANS)
-def test_a_scan_over_a_damaged_block_raises_naming_the_file(damaged, scan: str) -> None:  # noqa: ANN001
+def test_a_scan_over_a_damaged_block_raises_naming_the_file(damaged, scan: str) -> None:
     store, _, sst = damaged
     store.attach_changelog(lambda key, value: None)
     with pytest.raises(StoreCorrupted, match="checksum mismatch") as caught:
@@ -87,7 +87,7 @@ def test_a_scan_over_a_damaged_block_raises_naming_the_file(damaged, scan: str) 
     store.close()
 
 
-def test_point_gets_answer_right_or_raise_and_scans_elsewhere_are_exact(damaged) -> None:  # noqa: ANN001
+def test_point_gets_answer_right_or_raise_and_scans_elsewhere_are_exact(damaged) -> None:
     store, expected, sst = damaged
     unreadable = []
     for key, value in expected.items():
@@ -102,7 +102,7 @@ def test_point_gets_answer_right_or_raise_and_scans_elsewhere_are_exact(damaged)
     store.close()
 
 
-def test_damage_found_in_use_is_marked_for_the_next_open(damaged) -> None:  # noqa: ANN001
+def test_damage_found_in_use_is_marked_for_the_next_open(damaged) -> None:
     store, _, sst = damaged
     with pytest.raises(StoreCorrupted):
         list(store.all())
@@ -117,12 +117,13 @@ def test_damage_found_in_use_is_marked_for_the_next_open(damaged) -> None:  # no
     store.close()
 
 
-def test_the_error_keeps_no_rocksdb_open(damaged) -> None:  # noqa: ANN001
+def test_the_error_keeps_no_rocksdb_open(damaged) -> None:
     """A host reopens while it still holds the error: the error's frames must not keep RocksDB (and
     its LOCK) alive, or the reopen fails."""
     store, _, _ = damaged
     errors = []
-    for read in (lambda: list(store.range(_key(0), _key(KEYS))), lambda: [store.get(k) for k in map(_key, range(KEYS))]):
+    reads = (lambda: list(store.range(_key(0), _key(KEYS))), lambda: [store.get(k) for k in map(_key, range(KEYS))])
+    for read in reads:
         try:
             read()
         except StoreCorrupted as exc:

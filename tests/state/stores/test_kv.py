@@ -108,7 +108,8 @@ ops = st.lists(st.tuples(st.sampled_from(["put", "delete", "commit"]), keys, st.
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(ops, keys, keys)
-def test_matches_a_dict_model(kv: KeyValueStore, operations: list[tuple[str, bytes, bytes]], lo: bytes, hi: bytes) -> None:
+def test_matches_a_dict_model(kv: KeyValueStore, operations: list[tuple[str, bytes, bytes]], lo: bytes,
+                              hi: bytes) -> None:
     kv.wipe()
     model: dict[bytes, bytes] = {}
     for op, key, value in operations:
