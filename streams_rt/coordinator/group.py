@@ -383,7 +383,7 @@ class Group:
             capacity=capacity, revoked_all=revoked_all,
         )
         old_id = self._static.get(instance_id) if instance_id is not None else None
-        if old_id is not None:
+        if instance_id is not None and old_id is not None:
             # KIP-345: the instance came back within the session timeout; it replaces (and fences)
             # its old member id and keeps its assignment, so the group need not rebalance.
             old = self.members.pop(old_id)
@@ -392,7 +392,7 @@ class Group:
                 self._undelivered.discard(old_id)
                 self._undelivered.add(new_id)
             self.members[new_id] = new
-            self._static[instance_id] = new_id  # type: ignore[index]
+            self._static[instance_id] = new_id
             log.info(
                 "group %s: static member %s rejoined as %s, keeping generation %d's assignment",
                 self.group_id, instance_id, new_id, self.generation,

@@ -9,6 +9,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streams_rt.coordinator.state_store import CoordinatorSnapshot
+from streams_rt.kafka.records import offset
 from streams_rt.kafka.watermarks import watermark_offsets
 
 log = logging.getLogger(__name__)
@@ -56,9 +57,10 @@ class KafkaStateStore:
                         f"reading {self.topic}: no record at offset {position} within {self._timeout_s} s")
                 if msg.error():
                     raise KafkaException(msg.error())
-                position = msg.offset() + 1
-                if msg.key() == self.application_id.encode() and msg.value() is not None:
-                    last = CoordinatorSnapshot.from_json(msg.value())
+                position = offset(msg) + 1
+                value = msg.value()
+                if msg.key() == self.application_id.encode() and value is not None:
+                    last = CoordinatorSnapshot.from_json(value)
             return last
         finally:
             consumer.close()

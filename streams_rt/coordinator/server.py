@@ -148,7 +148,7 @@ class CoordinatorServer(SecureFlightServer):
             self._wake_if_changed(before)
 
     # ---- Flight ------------------------------------------------------------------------------
-    def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
+    def action_types(self) -> list[tuple[str, str]]:
         return [(name, req.__doc__ or name) for name, (req, _) in REQUESTS.items()]
 
     def do_action(self, context: flight.ServerCallContext, action: flight.Action) -> Iterator[bytes]:

@@ -123,7 +123,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         coordinator, _ = self._clients()
         return task_status(coordinator, self.options.application_id)
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, int]:
         """Where a new query starts: every task's committed position, as its host reports it once
         restored (waiting for the hosts, bounded), else the application's committed offsets, else
         each partition's beginning."""
@@ -152,7 +152,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         cap = self.options.max_records_per_task
         return ReadMaxRows(cap) if cap else ReadAllAvailable()
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         from streams_rt.kafka.offsets import end_offsets
         from streams_rt.runtime.planning import RUNNING, latest_positions
 
@@ -167,7 +167,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
                 begin.setdefault(tp, status.positions.get(tp, 0))
         return encode_offsets(latest_positions(begin, running, ends, cap))
 
-    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[TaskBatch]:
         from streams_rt.runtime.planning import plan
 
         generation, statuses = self._status()
@@ -188,9 +188,9 @@ class StreamsRtStreamReader(DataSourceStreamReader):
                 spans = tuple((tp.topic, tp.partition, s, e) for tp, (s, e) in sorted(ranges.items()))
                 batches.append(TaskBatch(str(task), status.endpoint or "", generation, spans))
         self._planned[json.dumps(end, sort_keys=True)] = batches
-        return batches  # type: ignore[return-value]
+        return batches
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, int]) -> None:
         """Spark committed the batch: acknowledge each task's batch to its host (the batch was
         made durable when it ran; this lets the host forget its kept output)."""
         from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
@@ -237,5 +237,5 @@ class StreamsRtStreamReader(DataSourceStreamReader):
                 with GroupClient(self.options.coordinator, secret=secret) as coordinator:
                     _, statuses = task_status(coordinator, self.options.application_id)
                 status = statuses.get(task)
-                endpoint = status.endpoint if status is not None and status.phase == "RUNNING" else ""
+                endpoint = (status.endpoint or "") if status is not None and status.phase == "RUNNING" else ""
         yield from table.to_batches()

@@ -365,7 +365,7 @@ class BatchServer(SecureFlightServer):
             return iter([json.dumps(self._host.status()).encode()])
         raise BatchError("INVALID", f"unknown action {action.type[:40]!r}; known: commit, status").to_flight()
 
-    def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
+    def action_types(self) -> list[tuple[str, str]]:
         return [("commit", "acknowledge a batch"), ("status", "the host's tasks")]
 
 

@@ -20,7 +20,7 @@ class _InMemory:
     _pending: dict[bytes, bytes | None]
 
     def __init__(self) -> None:
-        self._data: SortedDict | None = None
+        self._data: SortedDict[bytes, bytes] | None = None
         self._offset: int | None = None
 
     def open(self) -> None:
@@ -44,7 +44,7 @@ class _InMemory:
         return self._data is not None
 
     @property
-    def data(self) -> SortedDict:
+    def data(self) -> SortedDict[bytes, bytes]:
         if self._data is None:
             raise StoreClosedError(f"store {self.name} is closed")
         return self._data

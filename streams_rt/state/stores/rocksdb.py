@@ -50,7 +50,7 @@ DAMAGE_MARKER = "STREAMS-RT-DAMAGED"
 RAW_SCAN_ENTRIES = 32
 
 _WAL_OFF = rocksdict.WriteOptions()
-_WAL_OFF.disable_wal = True
+_WAL_OFF.disable_wal = True  # type: ignore[method-assign, assignment]  # a property; rocksdict's stub says a method
 _WAL_ON = rocksdict.WriteOptions()
 
 # RocksDB IO errors that a wipe and a restore repair (the data is gone or unreadable where it lies)

@@ -240,9 +240,11 @@ class RocksDBWindowStore(WindowStore, RocksDBStore):
         segment = self._segments.get(segment_id)
         if segment is None:
             name = f"{_SEGMENT_PREFIX}{segment_id}"
+            db = self.db
+            assert self._options is not None  # set by _open_db, as the open db shows
             with self._typed_failures():
-                cf = self.db.create_column_family(name, self._options)
-            segment = (cf, self.db.get_column_family_handle(name))
+                cf = db.create_column_family(name, self._options)
+            segment = (cf, db.get_column_family_handle(name))
             self._segments[segment_id] = segment
         return segment[1]
 
