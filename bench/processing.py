@@ -23,6 +23,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -88,9 +89,11 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def run(bootstrap: str, topic: str, out_topic: str, count: int, guarantee: str, work: Path) -> dict:
-    props = {"application.id": f"bench-wc-{guarantee}-{uuid.uuid4().hex[:6]}", "bootstrap.servers": bootstrap,
-             "processing.guarantee": guarantee, "heartbeat.interval.ms": 500, "session.timeout.ms": 10_000}
+def run(bootstrap: str, topic: str, out_topic: str, count: int, guarantee: str, work: Path) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "application.id": f"bench-wc-{guarantee}-{uuid.uuid4().hex[:6]}", "bootstrap.servers": bootstrap,
+        "processing.guarantee": guarantee, "heartbeat.interval.ms": 500, "session.timeout.ms": 10_000,
+    }
     app = LocalApplication("examples.word_count:topology", props, work / props["application.id"], hosts=2,
                            topology_args={"lines": topic, "counts": out_topic})
     loop = app.loop(max_records_per_task=BATCH)

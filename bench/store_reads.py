@@ -22,7 +22,7 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -58,8 +58,8 @@ def build(path: Path, records: int) -> RocksDBKeyValueStore:
     return store
 
 
-def drain(items: object) -> None:
-    collections.deque(items, maxlen=0)  # type: ignore[call-overload]
+def drain(items: Iterable[object]) -> None:
+    collections.deque(items, maxlen=0)
 
 
 def best_of(repeat: int, runs: dict[str, Callable[[], None]]) -> dict[str, float]:

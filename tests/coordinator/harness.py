@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow.flight as flight
 
@@ -23,6 +23,9 @@ from streams_rt.coordinator.state_store import StateStore
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.protocol import TaskId
 from streams_rt.rpc.settings import ControlPlaneSettings
+from streams_rt.rpc.transport import call_options
+
+T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = frozenset(TaskId(s, p) for s in (0, 1) for p in range(6))
@@ -55,10 +58,10 @@ class GatedPlanner(StreamsRoundPlanner):
 def authenticated(coordinator: Coordinator) -> flight.FlightCallOptions:
     """Call options of a raw Flight client that carries the coordinator's secret."""
     assert coordinator.secret is not None
-    return flight.FlightCallOptions(headers=coordinator.secret.call_headers())
+    return call_options(None, coordinator.secret.call_headers())
 
 
-def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
+def wait_until(predicate: Callable[[], T | None], timeout_s: float, what: str) -> T:
     """Poll until predicate() is truthy; fail naming what we waited for (no timing assertions)."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -174,9 +177,8 @@ def hosts_at(hosts: list[Host], generation: int, timeout_s: float = 30) -> dict[
     """Wait until each host's log reports it is stable at `generation`; returns those log entries."""
 
     def reported() -> dict[str, dict[str, Any]] | None:
-        got = {h.name: h.last_stable() for h in hosts}
-        ok = all(s is not None and s["generation"] == generation for s in got.values())
-        return got if ok else None  # type: ignore[return-value]
+        stable = {h.name: s for h in hosts if (s := h.last_stable()) is not None and s["generation"] == generation}
+        return stable if len(stable) == len(hosts) else None
 
     return wait_until(reported, timeout_s, f"hosts {[h.name for h in hosts]} to report generation {generation}")
 

@@ -33,11 +33,11 @@ def applied(out: RoundOutcome) -> RoundOutcome:
     return out
 
 
-def active(out, mid: str) -> set[TaskId]:  # type: ignore[no-untyped-def]
+def active(out: RoundOutcome, mid: str) -> set[TaskId]:
     return set(decode_assignment(out.assignments[mid].user_data).active_tasks)
 
 
-def run(delay_ms: int):  # type: ignore[no-untyped-def]
+def run(delay_ms: int) -> tuple[StreamsRoundPlanner, RoundOutcome, dict[str, Member]]:
     planner = StreamsRoundPlanner([T0, T1, T2, T3], changelog_end_offsets=lambda: ENDS,
                                   scheduled_rebalance_max_delay_ms=delay_ms)
     first = applied(planner({

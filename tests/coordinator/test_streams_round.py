@@ -45,10 +45,10 @@ FUTURE = DecodedSubscription(12, 12, None)
 
 
 def member(
-    mid: str, s: object, protocol: RebalanceProtocol = COOPERATIVE, gen: int | None = None,
-    tasks: ClientAssignment | None = None,
+    mid: str, s: SubscriptionInfo | DecodedSubscription, protocol: RebalanceProtocol = COOPERATIVE,
+    gen: int | None = None, tasks: ClientAssignment | None = None,
 ) -> Member:
-    d = s if isinstance(s, DecodedSubscription) else dec(s)  # type: ignore[arg-type]
+    d = s if isinstance(s, DecodedSubscription) else dec(s)
     m = Member(mid, None, protocol, d, 1000, 1000, 0, joined=True)
     if gen is not None:
         m.assignment = MemberAssignment(gen, protocol, b"", tasks=tasks or ClientAssignment())
