@@ -7,7 +7,7 @@ KAFKA_LIBS := jvm/target/kafka-libs
 JARS_STAMP := $(KAFKA_LIBS)/.resolved
 PYTEST_ARGS ?=
 
-.PHONY: demo test venv jars docs clean
+.PHONY: demo test lint venv jars docs clean
 
 venv: $(VENV_STAMP)
 
@@ -27,7 +27,13 @@ $(JARS_STAMP): jvm/pom.xml
 	mvn -q -B -f jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=target/kafka-libs -DincludeScope=runtime
 	touch $@
 
-test: venv jars
+# The guardrails, before any test: lint and import order (ruff), then static types (mypy); both are
+# configured in pyproject.toml. The first that fails stops `make test` with one line saying which.
+lint: venv
+	@$(VENV)/bin/ruff check . || { echo "make: ruff found the problems above ('.venv/bin/ruff check --fix .' fixes some)"; exit 1; }
+	@$(VENV)/bin/mypy || { echo "make: mypy found the type errors above"; exit 1; }
+
+test: venv lint jars
 	$(VENV_PY) -m pytest $(PYTEST_ARGS)
 
 demo: venv jars
@@ -43,4 +49,4 @@ docs: venv
 # broker.json, say), nothing is deleted: its one-line error says what to do.
 clean:
 	if test -x $(VENV)/bin/streams-rt; then $(VENV)/bin/streams-rt dev-broker stop --dir .streams-rt/dev-broker; fi
-	rm -rf $(VENV) jvm/target build .streams-rt
+	rm -rf $(VENV) jvm/target build .streams-rt .mypy_cache .ruff_cache

@@ -311,10 +311,12 @@ def bench_case(case: Case, kafka: KafkaHarness, rng: random.Random, quick: bool)
             bal[who].append(balance(out, capacity))
             log(f"    {step:>4} {who:>5}: {ms:10.1f} ms")
     row.ours_ms, row.kafka_ms = max(times["ours"]), max(times["kafka"])
-    row.wins = sum(1 for o, k in zip(times["ours"], times["kafka"]) if o < k)
+    row.wins = sum(1 for o, k in zip(times["ours"], times["kafka"], strict=True) if o < k)
     row.bal = (max(bal["ours"]), max(bal["kafka"]))
-    row.add = tuple(moves(results[w]["init"], results[w]["+1"]) for w in ("ours", "kafka"))  # type: ignore[assignment]
-    row.drop = tuple(moves(results[w]["init"], results[w]["-1"]) for w in ("ours", "kafka"))  # type: ignore[assignment]
+    row.add = (moves(results["ours"]["init"], results["ours"]["+1"]),
+               moves(results["kafka"]["init"], results["kafka"]["+1"]))
+    row.drop = (moves(results["ours"]["init"], results["ours"]["-1"]),
+                moves(results["kafka"]["init"], results["kafka"]["-1"]))
     return row
 
 

@@ -34,7 +34,8 @@ Metrics, per seed (ours, Kafka's); "worse" lists the seeds where ours is worse:
   fixpoint         tasks (actives and standbys) that change when a stable group rebalances with nothing
                    changed; "unsettled": events after which an assignor never stopped probing
 
-Scenarios: the named families below (5 seeds each) and 300 random ones (every third rack-tagged, half of those by zone and rack). In
+Scenarios: the named families below (5 seeds each) and 300 random ones (every third rack-tagged, half of
+those by zone and rack). In
 the named families max.warmup.replicas is 8 and a step restores 10M records, enough for any warm-up:
 with Kafka's default of 2 its assignor needs hundreds of rounds here and would not settle within the
 limit. The last lines say, per point of issue 21, on how many seeds ours is worse than Kafka's.
@@ -58,10 +59,8 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
-sys.path.insert(0, str(BENCH))
 
-from assignor import Assignment, KafkaClient, KafkaHarness  # noqa: E402
-
+from bench.assignor import Assignment, KafkaClient, KafkaHarness  # noqa: E402
 from streams_rt.assignment import AssignmentConfigs, ClientState, RebalanceProtocol, assign  # noqa: E402
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId  # noqa: E402
 
@@ -161,7 +160,10 @@ def rack_tagged(seed: int) -> Scenario:
     """200 tasks over 12 rack-tagged clients of mixed capacities in three zones, two standbys spread
     over zones; scale up by two, down by three."""
     rng = random.Random(seed)
-    zone = lambda: {"zone": rng.choice("abc")}  # noqa: E731
+
+    def zone() -> dict[str, str]:
+        return {"zone": rng.choice("abc")}
+
     clients = [Client(_pid(rng), rng.choice([1, 2, 3]), zone()) for _ in range(12)]
     events = [
         Event(add=(Client(_pid(rng), 2, zone()), Client(_pid(rng), 1, zone()))),
@@ -208,7 +210,10 @@ def random_scenario(seed: int) -> Scenario:
         return {"zone": rng.choice(zones), "rack": rng.choice(racks)} if len(keys) == 2 else {"zone": rng.choice(zones)}
 
     equal = rng.random() < 0.5
-    capacity = (lambda: 1) if equal else (lambda: rng.randint(1, 3))
+
+    def capacity() -> int:
+        return 1 if equal else rng.randint(1, 3)
+
     clients = [Client(_pid(rng), capacity(), zone()) for _ in range(rng.randint(2, 12))]
     present = [c.pid for c in clients]
     events = []
@@ -504,12 +509,12 @@ def compare(scenario: Scenario, kafka: KafkaHarness) -> tuple[Run, Run]:
         for g in groups:
             if event is not None:
                 g.apply_event(event)
-        steps = [settle(g, r) for g, r in zip(groups, runs)]
+        steps = [settle(g, r) for g, r in zip(groups, runs, strict=True)]
         horizon = max(steps) + TAIL_STEPS
-        for g, r, n in zip(groups, runs, steps):
+        for g, r, n in zip(groups, runs, steps, strict=True):
             idle(g, r, horizon - n)
             r.shape = r.shape.worst(shape(g))
-    for g, r in zip(groups, runs):
+    for g, r in zip(groups, runs, strict=True):
         before = g.assignment()
         g.wants_rebalance = True
         g.rebalance()
@@ -566,7 +571,8 @@ def report(results: list[tuple[Scenario, Run, Run]]) -> None:
         rows = [(s, o, k) for s, o, k in results if s.family == family]
         for metric in METRICS:
             applicable = [(s, o, k) for s, o, k in rows if metric.applies(s)]
-            rel = [(s, o, k) for s, o, k in applicable if not metric.at_stable_points or not (o.unsettled or k.unsettled)]
+            rel = [(s, o, k) for s, o, k in applicable
+                   if not metric.at_stable_points or not (o.unsettled or k.unsettled)]
             if not rel:
                 continue
             ours = sum(metric.value(o) for _, o, _ in rel) / len(rel)
@@ -578,7 +584,8 @@ def report(results: list[tuple[Scenario, Run, Run]]) -> None:
                 worse_by_point[metric.name] = worse_by_point.get(metric.name, 0) + len(worse)
             shown = ", ".join(map(str, worse[:12])) + (f" ... ({len(worse)})" if len(worse) > 12 else "")
             counted = f"{len(rel)}/{len(applicable)}" if len(rel) < len(applicable) else str(len(rel))
-            print(f"{family:<19} {metric.name:<28} {metric.point:<9} {counted:>7} {ours:10.2f} {theirs:10.2f}  {shown or '-'}")
+            print(f"{family:<19} {metric.name:<28} {metric.point:<9} {counted:>7} "
+                  f"{ours:10.2f} {theirs:10.2f}  {shown or '-'}")
         print()
     print("seeds: those compared; n/m: balance is compared at stable points, so only where both assignors")
     print("settled after every event (Kafka's assignor never stopped probing within the round limit on the rest).")

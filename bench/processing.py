@@ -23,6 +23,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -64,7 +65,7 @@ def produce(bootstrap: str, topic: str, count: int) -> list[bytes]:
     return words
 
 
-def ceiling(bootstrap: str, topic: str, count: int, broker_pid: int | None) -> dict:
+def ceiling(bootstrap: str, topic: str, count: int, broker_pid: int | None) -> dict[str, Any]:
     """Records/s of consuming and deserializing every record with the hosts' consumer settings, and
     the CPU it took (this process and the broker)."""
     consumer = input_consumer(bootstrap, f"bench-ceiling-{uuid.uuid4().hex[:6]}")
@@ -103,9 +104,11 @@ def peak_rss_mb(pid: int) -> float:
 
 
 def run(bootstrap: str, topic: str, out_topic: str, count: int, guarantee: str, work: Path,
-        broker_pid: int | None = None) -> dict:
-    props = {"application.id": f"bench-wc-{guarantee}-{uuid.uuid4().hex[:6]}", "bootstrap.servers": bootstrap,
-             "processing.guarantee": guarantee, "heartbeat.interval.ms": 500, "session.timeout.ms": 10_000}
+        broker_pid: int | None = None) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "application.id": f"bench-wc-{guarantee}-{uuid.uuid4().hex[:6]}", "bootstrap.servers": bootstrap,
+        "processing.guarantee": guarantee, "heartbeat.interval.ms": 500, "session.timeout.ms": 10_000,
+    }
     app = LocalApplication("examples.word_count:topology", props, work / props["application.id"], hosts=2,
                            topology_args={"lines": topic, "counts": out_topic})
     loop = app.loop(max_records_per_task=BATCH)
@@ -130,7 +133,7 @@ def run(bootstrap: str, topic: str, out_topic: str, count: int, guarantee: str, 
                         break
                     time.sleep(0.02)
         seconds = time.perf_counter() - started
-        cpu = {"hosts": sum(process_cpu(pid) - before for pid, before in zip(pids, cpu_before)),
+        cpu = {"hosts": sum(process_cpu(pid) - before for pid, before in zip(pids, cpu_before, strict=True)),
                "loop and coordinator": time.process_time() - loop_cpu,
                "broker": process_cpu(broker_pid) - broker_cpu}
         assert all(loop.positions[tp] >= o for tp, o in end_offsets(admin, inputs).items())
@@ -141,7 +144,8 @@ def run(bootstrap: str, topic: str, out_topic: str, count: int, guarantee: str, 
                 status = client.status()
             for key, value in status["batches"].items():
                 timings[key] = timings.get(key, 0) + value
-            rss[f"{name} ({len(status['active'])} active, {len(status['standby'])} standby)"] = peak_rss_mb(status["pid"])
+            label = f"{name} ({len(status['active'])} active, {len(status['standby'])} standby)"
+            rss[label] = peak_rss_mb(status["pid"])
         return {"seconds": seconds, "rate": count / seconds, "timings": timings, "rss": rss, "cpu": cpu}
     finally:
         loop.close()
@@ -191,14 +195,16 @@ def main() -> None:
         cores = os.cpu_count() or 1
         print("  where the CPU went (seconds; the broker is n/a with --bootstrap), and the best ratio these cores "
               "allow for that work: ceiling wall / (all CPU of the run / cores)")
-        print(f"    ceiling: {top['seconds']:.1f} s wall, {top['cpu']:.1f} s consumer, {top['broker_cpu']:.1f} s broker")
+        print(f"    ceiling: {top['seconds']:.1f} s wall, {top['cpu']:.1f} s consumer, "
+              f"{top['broker_cpu']:.1f} s broker")
         for guarantee, r in results.items():
             total = sum(r["cpu"].values())
             bound = top["seconds"] / max(total / cores, top["seconds"])
             print(f"    {guarantee}: {r['seconds']:.1f} s wall, "
                   + ", ".join(f"{k} {v:.1f} s" for k, v in r["cpu"].items())
                   + f"; {total / args.records * 1e6:.1f} us of CPU per input record, against "
-                  f"{(top['cpu'] + top['broker_cpu']) / args.records * 1e6:.1f} for the ceiling; best ratio {bound:.2f}")
+                  f"{(top['cpu'] + top['broker_cpu']) / args.records * 1e6:.1f} for the ceiling; "
+                  f"best ratio {bound:.2f}")
         print(f"ratio {min(ratios):.2f} target 0.50")
     finally:
         if broker is not None:

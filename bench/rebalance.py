@@ -19,7 +19,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -27,6 +29,8 @@ sys.path.insert(0, str(REPO))
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig  # noqa: E402
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner  # noqa: E402
 from streams_rt.protocol import TaskId  # noqa: E402
+
+T = TypeVar("T")
 
 
 class _Quiet:
@@ -51,7 +55,7 @@ def worker(address: str, app: str, count: int, heartbeat_ms: int) -> None:
         m.close(leave=False, timeout_s=2)
 
 
-def settled(c: Coordinator, n: int) -> dict | None:
+def settled(c: Coordinator, n: int) -> dict[str, Any] | None:
     d = c.describe()
     if d["state"] != "STABLE" or len(d["members"]) != n or d["pending_deliveries"]:
         return None
@@ -60,7 +64,7 @@ def settled(c: Coordinator, n: int) -> dict | None:
     return d
 
 
-def wait(pred, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
+def wait(pred: Callable[[], T | None], timeout_s: float, what: str) -> T:
     deadline = time.monotonic() + timeout_s
     while not (v := pred()):
         if time.monotonic() > deadline:
@@ -86,15 +90,20 @@ def measure(n: int, rounds: int, processes: int, heartbeat_ms: int) -> list[floa
         for r in range(rounds):
             before = c.metrics.snapshot(0)
             c.request_rebalance("benchmark round")
-            wait(lambda: c.metrics.snapshot(0)["rebalance-total"] > before["rebalance-total"] and settled(c, n),
-                 300, f"round {r}")
+
+            def round_over(before: dict[str, Any] = before) -> bool:
+                done = c.metrics.snapshot(0)["rebalance-total"] > before["rebalance-total"]
+                return done and settled(c, n) is not None
+
+            wait(round_over, 300, f"round {r}")
             after = c.metrics.snapshot(0)
             latencies.append(after["rebalance-latency-total"] - before["rebalance-latency-total"])
         return latencies
     finally:
         for p in procs:
             try:
-                p.stdin.close()  # type: ignore[union-attr]
+                if p.stdin is not None:  # always: the workers read it
+                    p.stdin.close()
             except OSError:
                 pass
         for p in procs:

@@ -3,8 +3,8 @@
 For each size (default 1M and 5M records; 16-byte keys, 100-byte values) it fills a changelog topic,
 then measures, each phase in a fresh child process so peak RSS is per phase:
   raw consume   confluent-kafka consume() batches with the restore consumer's settings, records counted;
-  restore       TaskState.open_active() and the shared ChangelogReader on an empty state directory: the real restore path, timed
-                from the first record read to the store reopened for processing;
+  restore       TaskState.open_active() and the shared ChangelogReader on an empty state directory: the
+                real restore path, timed from the first record read to the store reopened for processing;
   rocksdb write WriteBatch puts of the same shape into a fresh store, no Kafka (batch build, write
                 and flush, all timed).
 It prints the rates, restore / raw consume (target >= 0.80), each phase's peak RSS (VmHWM), and where
@@ -32,6 +32,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any, NoReturn
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
@@ -41,7 +42,7 @@ from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka import TopicPartition as KafkaTopicPartition  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from streams_rt.protocol import TaskId  # noqa: E402
+from streams_rt.protocol import TaskId, TopicPartition  # noqa: E402
 from streams_rt.state import (  # noqa: E402
     AT_LEAST_ONCE,
     StateConfig,
@@ -99,7 +100,7 @@ def peak_rss_mb() -> float:
 
 
 # -- phases (each runs in its own process) ---------------------------------------------------
-def phase_raw(args: argparse.Namespace) -> dict:
+def phase_raw(args: argparse.Namespace) -> dict[str, Any]:
     consumer = restore_consumer(args.bootstrap, f"bench-raw-{uuid.uuid4().hex[:6]}")
     consumer.assign([KafkaTopicPartition(args.topic, 0, 0)])
     cpu = CpuMeter(args.broker_pid)
@@ -118,7 +119,7 @@ def phase_raw(args: argparse.Namespace) -> dict:
     return {"records": count, "seconds": seconds, **cpu.result}
 
 
-def phase_restore(args: argparse.Namespace) -> dict:
+def phase_restore(args: argparse.Namespace) -> dict[str, Any]:
     state_dir = Path(tempfile.mkdtemp(prefix="bench-state-"))
     config = StateConfig(args.app_id, args.bootstrap, state_dir, processing_guarantee=AT_LEAST_ONCE)
     timings: dict[str, float] = {}
@@ -126,18 +127,18 @@ def phase_restore(args: argparse.Namespace) -> dict:
 
     class Listener:
         def __init__(self) -> None:
-            self.bar: tqdm | None = None
+            self.bar: tqdm[NoReturn] | None = None
 
-        def on_restore_start(self, tp, store, start_offset, end_offset) -> None:  # noqa: ANN001
+        def on_restore_start(self, tp: TopicPartition, store: str, start_offset: int, end_offset: int) -> None:
             timings["start"] = time.perf_counter()
             cpu.start()
             self.bar = tqdm(total=end_offset - start_offset, desc="restore", unit="rec", unit_scale=True, leave=False)
 
-        def on_batch_restored(self, tp, store, batch_end_offset, num_restored) -> None:  # noqa: ANN001
+        def on_batch_restored(self, tp: TopicPartition, store: str, batch_end_offset: int, num_restored: int) -> None:
             assert self.bar is not None
             self.bar.update(num_restored)
 
-        def on_restore_end(self, tp, store, total_restored) -> None:  # noqa: ANN001
+        def on_restore_end(self, tp: TopicPartition, store: str, total_restored: int) -> None:
             timings["records"] = total_restored
             assert self.bar is not None
             self.bar.close()
@@ -154,7 +155,7 @@ def phase_restore(args: argparse.Namespace) -> dict:
             timings["end"] = time.perf_counter()
             cpu.stop()
             total = timings["end"] - started
-            count = state.store(STORE).approximate_count()
+            count = state.kv_store(STORE).approximate_count()
             state.close()
             reader.close()
     finally:
@@ -163,12 +164,12 @@ def phase_restore(args: argparse.Namespace) -> dict:
             "open_seconds": total, "approximate_count": count, **cpu.result}
 
 
-def phase_rocksdb(args: argparse.Namespace) -> dict:
+def phase_rocksdb(args: argparse.Namespace) -> dict[str, Any]:
     directory = Path(tempfile.mkdtemp(prefix="bench-rocksdb-"))
     store = RocksDBKeyValueStore(STORE, directory)
     store.open(bulk=True)
     write_opt = rocksdict.WriteOptions()
-    write_opt.disable_wal = True
+    write_opt.disable_wal = True  # type: ignore[method-assign, assignment]  # a property; rocksdict's stub says a method
     rng = random.Random(7)
     values = [rng.randbytes(VALUE_BYTES) for _ in range(1024)]  # random, so as incompressible as the topic's
     done, started = 0, time.perf_counter()
@@ -197,13 +198,15 @@ def phase_rocksdb(args: argparse.Namespace) -> dict:
 PHASES = {"raw": phase_raw, "restore": phase_restore, "rocksdb": phase_rocksdb}
 
 
-def run_phase(name: str, bootstrap: str, topic: str, app_id: str, records: int, broker_pid: int | None) -> dict:
+def run_phase(name: str, bootstrap: str, topic: str, app_id: str, records: int,
+              broker_pid: int | None) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--phase", name, "--bootstrap", bootstrap, "--topic", topic,
            "--app-id", app_id, "--records", str(records)]
     if broker_pid is not None:
         cmd += ["--broker-pid", str(broker_pid)]
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return result
 
 
 # -- driver ----------------------------------------------------------------------------------
@@ -264,7 +267,7 @@ def main() -> None:
             started = time.perf_counter()
             fill_topic(args.bootstrap, topic, records)
             print(f"{records:,} records in {topic} ({time.perf_counter() - started:.1f} s to fill)", flush=True)
-            best: dict[str, dict] = {}
+            best: dict[str, dict[str, Any]] = {}
             for _ in range(args.repeat):
                 for phase in ("raw", "restore", "rocksdb"):
                     result = run_phase(phase, args.bootstrap, topic, app_id, records, broker_pid)
@@ -308,21 +311,24 @@ def main() -> None:
             shutil.rmtree(broker.directory, ignore_errors=True)
 
 
-def _ceiling(best: dict[str, dict], cores: int | None) -> float:
+def _ceiling(best: dict[str, dict[str, Any]], cores: int | None) -> float:
     """raw wall / the shortest restore wall that its CPU use permits on `cores` (None: unlimited)."""
     restore = best["restore"]
-    floor = restore["main_thread_cpu"]
+    floor: float = restore["main_thread_cpu"]
     if cores is not None:
         floor = max(floor, (restore["process_cpu"] + restore.get("broker_cpu", 0.0)) / cores)
-    return best["raw"]["seconds"] / floor
+    raw_seconds: float = best["raw"]["seconds"]
+    return raw_seconds / floor
 
 
-def _print_row(records: int, best: dict[str, dict]) -> None:
+def _print_row(records: int, best: dict[str, dict[str, Any]]) -> None:
     restore, raw, rocks = best["restore"], best["raw"], best["rocksdb"]
-    print(f"  raw consume   {records / raw['seconds']:>12,.0f} rec/s  ({raw['seconds']:.2f} s, peak RSS {raw['peak_rss_mb']:.0f} MB)")
+    print(f"  raw consume   {records / raw['seconds']:>12,.0f} rec/s  ({raw['seconds']:.2f} s,"
+          f" peak RSS {raw['peak_rss_mb']:.0f} MB)")
     print(f"  restore       {records / restore['seconds']:>12,.0f} rec/s  ({restore['seconds']:.2f} s; "
           f"open_active {restore['open_seconds']:.2f} s; peak RSS {restore['peak_rss_mb']:.0f} MB)")
-    print(f"  rocksdb write {records / rocks['seconds']:>12,.0f} rec/s  ({rocks['seconds']:.2f} s, peak RSS {rocks['peak_rss_mb']:.0f} MB)")
+    print(f"  rocksdb write {records / rocks['seconds']:>12,.0f} rec/s  ({rocks['seconds']:.2f} s,"
+          f" peak RSS {rocks['peak_rss_mb']:.0f} MB)")
     serial = records / (raw["seconds"] + rocks["seconds"])
     print(f"  consume then write, back to back (the bound without overlap): {serial:,.0f} rec/s; "
           f"restore reaches {records / restore['seconds'] / serial:.2f} of it")

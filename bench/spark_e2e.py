@@ -22,26 +22,29 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from pyspark.sql import DataFrame, SparkSession
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
 
-from processing import PARTITIONS, produce, run as run_hosts_alone  # noqa: E402
-
+from bench.processing import PARTITIONS, produce  # noqa: E402
+from bench.processing import run as run_hosts_alone  # noqa: E402
 from streams_rt import StreamsRuntime  # noqa: E402
 from streams_rt.kafka.dev_broker import DevBroker  # noqa: E402
 from streams_rt.kafka.offsets import end_offsets  # noqa: E402
+from streams_rt.protocol import TaskId  # noqa: E402
+from streams_rt.rpc.tasks import TaskStatus  # noqa: E402
 from streams_rt.spark.session import build_session  # noqa: E402
 
 BATCH = 200_000
 
 
-def run_spark(spark, bootstrap: str, topic: str, out: str, count: int, work: Path) -> dict:  # noqa: ANN001
-    props = {"application.id": f"bench-e2e-{uuid.uuid4().hex[:6]}", "bootstrap.servers": bootstrap,
+def run_spark(spark: SparkSession, bootstrap: str, topic: str, out: str, count: int, work: Path) -> dict[str, Any]:
+    props: dict[str, Any] = {"application.id": f"bench-e2e-{uuid.uuid4().hex[:6]}", "bootstrap.servers": bootstrap,
              "max.records.per.task.per.batch": BATCH, "heartbeat.interval.ms": 500, "session.timeout.ms": 10_000}
     runtime = StreamsRuntime(spark, "examples.word_count:topology", props,
                              topology_args={"lines": topic, "counts": out}, work_dir=work / props["application.id"])
@@ -69,7 +72,7 @@ def run_spark(spark, bootstrap: str, topic: str, out: str, count: int, work: Pat
         runtime.stop()
 
 
-def remaining(admin: AdminClient, statuses: dict) -> int:
+def remaining(admin: AdminClient, statuses: dict[TaskId, TaskStatus]) -> int:
     """Offsets between the tasks' committed positions (as their hosts report them) and the input
     partitions' high watermarks (repartition topics included)."""
     tps = [tp for s in statuses.values() for tp in s.inputs]
@@ -77,21 +80,21 @@ def remaining(admin: AdminClient, statuses: dict) -> int:
     return sum(max(0, ends[tp] - s.positions.get(tp, 0)) for s in statuses.values() for tp in s.inputs)
 
 
-def latency(spark, bootstrap: str, rate: float, seconds: float, work: Path) -> list[float]:  # noqa: ANN001
+def latency(spark: SparkSession, bootstrap: str, rate: float, seconds: float, work: Path) -> list[float]:
     """Produce at `rate` records/s for `seconds`; latency of each output row, in ms."""
     suffix = uuid.uuid4().hex[:6]
     topic, out = f"lat-words-{suffix}", f"lat-counts-{suffix}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1), NewTopic(out, PARTITIONS, 1)]).values():
         future.result()
-    props = {"application.id": f"bench-lat-{suffix}", "bootstrap.servers": bootstrap,
+    props: dict[str, Any] = {"application.id": f"bench-lat-{suffix}", "bootstrap.servers": bootstrap,
              "heartbeat.interval.ms": 500, "session.timeout.ms": 10_000}
     runtime = StreamsRuntime(spark, "examples.word_count:topology", props,
                              topology_args={"lines": topic, "counts": out}, work_dir=work / props["application.id"])
     samples: list[float] = []
     measuring = threading.Event()
 
-    def record(df, _batch) -> None:  # noqa: ANN001
+    def record(df: DataFrame, _batch: int) -> None:
         timestamps = [r.timestamp.timestamp() for r in df.select("timestamp").collect()]
         now = time.time()
         if measuring.is_set():

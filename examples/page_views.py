@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import itertools
 import random
 import sys
 import time
@@ -30,7 +29,7 @@ def topology(views: str = "page-views", counts: str = "views-per-minute") -> Top
 
 def sample(topic: Callable[[str], str]) -> Iterator[tuple[str, tuple[str | None, bytes, int]]]:
     rng = random.Random(7)
-    for i in itertools.count():
+    while True:
         page = rng.choice(PAGES)
         yield topic("page-views"), (page, f"user-{rng.randint(1, 500)}".encode(), int(time.time() * 1000))
 

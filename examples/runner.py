@@ -18,12 +18,11 @@ from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-
 from pyspark.sql import SparkSession
 
 from streams_rt import StreamsRuntime
-from streams_rt.rpc.batches import BatchError, HostClient
 from streams_rt.kafka.dev_broker import DevBroker
+from streams_rt.rpc.batches import BatchError, HostClient
 from streams_rt.spark.session import build_session
 
 Record = tuple[str | None, bytes, int]  # key, value, timestamp (ms)
@@ -78,7 +77,8 @@ def run(example: Example, args: argparse.Namespace, spark: SparkSession | None =
         return f"{name}-{suffix}"
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic(t), n, 1) for t, n in {**example.inputs, **example.outputs}.items()]).values():
+    topics = {**example.inputs, **example.outputs}
+    for future in admin.create_topics([NewTopic(topic(t), n, 1) for t, n in topics.items()]).values():
         future.result(timeout=30)
     stop = threading.Event()
     produced = [0]

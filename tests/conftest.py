@@ -77,4 +77,4 @@ def spark_cluster(_spark_sessions: _SparkSessions) -> SparkSession:
 
 def _executor_count(session: SparkSession) -> int:
     """Registered executors (Spark's block manager list also holds the driver)."""
-    return session.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+    return int(session.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1

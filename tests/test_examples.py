@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import json
+from typing import Any, Protocol
 
 import pytest
 from pyspark.sql import SparkSession
@@ -17,8 +18,14 @@ from streams_rt.topology import TumblingWindows
 pytestmark = pytest.mark.broker
 
 
-def run(module: object, broker: BrokerInfo, spark: SparkSession) -> tuple[list, list]:
-    outcome = module.main(["--seconds", "20", "--bootstrap", broker.bootstrap_servers,  # type: ignore[attr-defined]
+class ExampleModule(Protocol):
+    """What the examples share: `main(argv, spark, keep_inputs)` returns examples.runner.Outcome."""
+
+    def main(self, argv: list[str] | None = None, spark: Any = None, keep_inputs: bool = False) -> Any: ...
+
+
+def run(module: ExampleModule, broker: BrokerInfo, spark: SparkSession) -> tuple[list[Any], list[tuple[str, Any]]]:
+    outcome = module.main(["--seconds", "20", "--bootstrap", broker.bootstrap_servers,
                            "--records-per-second", "500"], spark, keep_inputs=True)
     assert outcome.produced > 1000 and outcome.rows and len(outcome.inputs) == outcome.produced
     return outcome.rows, [(topic.rsplit("-", 1)[0], record) for topic, record in outcome.inputs]

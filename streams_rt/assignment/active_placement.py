@@ -37,8 +37,8 @@ def general_assign(inputs: RoundInputs, pool: Sequence[int], prior_load: Sequenc
     unassigned.sort(key=inputs.fill_key)
     # Load with the earlier pools' tasks, and the limit it may reach: this pool's quota on top of those.
     base = prior or [0] * n
-    load = [p + k for p, k in zip(base, kept)]
-    limit = [p + q for p, q in zip(base, quotas)]
+    load = [p + k for p, k in zip(base, kept, strict=True)]
+    limit = [p + q for p, q in zip(base, quotas, strict=True)]
 
     def room(t: int, c: int) -> bool:
         return load[c] < limit[c] and (shares is None or shares.room(t, c))

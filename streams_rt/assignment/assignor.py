@@ -9,6 +9,7 @@ never matters."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from itertools import pairwise
 from types import MappingProxyType
 
 from streams_rt.protocol import RebalanceProtocol, TaskId
@@ -50,7 +51,7 @@ def assign(
         tasks = list(tasks.tasks())
     ordered = sorted_unique(tasks)
     states = sorted(clients, key=lambda s: s.process_id)
-    for a, b in zip(states, states[1:]):
+    for a, b in pairwise(states):
         if a.process_id == b.process_id:
             raise ValueError(f"client {a.process_id} appears twice")
     if not states:
@@ -79,7 +80,7 @@ def assign(
             target = general_assign(inputs, pool, active_load if pool is stateless_pool else None)
         placed, moves = gate_to_caught_up(inputs, pool, target)
         pending.extend(moves)
-        for t, c in zip(pool, placed):
+        for t, c in zip(pool, placed, strict=True):
             planned[t] = c
             active_load[c] += 1
 
@@ -91,7 +92,7 @@ def assign(
     holder, claims = owner, inputs.ignored
     if any(s.revoked_all for s in states):  # EAGER clients ran these tasks but hold nothing: no hand-off waits
         holder = [NO_OWNER if c != NO_OWNER and states[c].revoked_all else c for c in owner]
-        claims = [[] if s.revoked_all else i for s, i in zip(states, inputs.ignored)]
+        claims = [[] if s.revoked_all else i for s, i in zip(states, inputs.ignored, strict=True)]
     handed = hand_off(planned, holder, claims, protocol)
     standby: list[set[int]] = [set() for _ in range(n)]
     for t in stateful_pool:

@@ -60,7 +60,7 @@ class AssignmentConfigs:
             acceptable_recovery_lag=config.get(ACCEPTABLE_RECOVERY_LAG),
             max_warmup_replicas=config.get(MAX_WARMUP_REPLICAS),
             probing_rebalance_interval_ms=config.get(PROBING_REBALANCE_INTERVAL_MS),
-            rack_aware_assignment_tags=tuple(config.get(RACK_AWARE_ASSIGNMENT_TAGS)),
+            rack_aware_assignment_tags=config.get(RACK_AWARE_ASSIGNMENT_TAGS),
         )
 
     @classmethod

@@ -93,7 +93,7 @@ def leftover_rank(clients: Sequence[ClientState], capacities: Sequence[int], tag
     if not tag_keys:
         return list(range(len(clients)))
     held: dict[tuple[str, str | None], int] = {}
-    for s, cap in zip(clients, capacities):
+    for s, cap in zip(clients, capacities, strict=True):
         for k in tag_keys:
             held[k, s.tags.get(k)] = held.get((k, s.tags.get(k)), 0) + cap
     order = sorted(range(len(clients)), key=lambda c: (tuple(held[k, clients[c].tags.get(k)] for k in tag_keys), c))
@@ -112,7 +112,7 @@ def number_round(
 ) -> RoundInputs:
     """`ordered`: the tasks as sorted_unique returns them (not empty); `states`: the clients sorted by
     process id (not empty)."""
-    number = dict(zip(ordered, range(len(ordered))))
+    number = {task: i for i, task in enumerate(ordered)}
     end: list[int | None] = [None] * len(ordered)
     for task, end_offset in changelog_end_offsets.items():
         t = number.get(task)

@@ -145,10 +145,10 @@ class SubtopologyShares:
         floors = [floor_total[w] for w in weights]
         frac_of = [fraction_count[w] for w in weights]
         if quotas is None:  # each total within the floor and ceil of its weight share of the pool
-            lo = [pool_size * w // total - f for w, f in zip(weights, floors)]
-            hi = [-(-pool_size * w // total) - f for w, f in zip(weights, floors)]
+            lo = [pool_size * w // total - f for w, f in zip(weights, floors, strict=True)]
+            hi = [-(-pool_size * w // total) - f for w, f in zip(weights, floors, strict=True)]
         else:
-            lo = hi = [q - f for q, f in zip(quotas, floors)]
+            lo = hi = [q - f for q, f in zip(quotas, floors, strict=True)]
         n_extras = sum(extras.values())
         ceils_mode = n_extras <= sum(map(len, fractional.values())) - n_extras
         while True:
@@ -159,8 +159,8 @@ class SubtopologyShares:
                 floored = _deal(
                     {g: len(fractional[g]) - extras[g] for g in extras},
                     fractional,
-                    [f - h for f, h in zip(frac_of, hi)],
-                    [f - low for f, low in zip(frac_of, lo)],
+                    [f - h for f, h in zip(frac_of, hi, strict=True)],
+                    [f - low for f, low in zip(frac_of, lo, strict=True)],
                     claims,
                     False,
                     self._rank,
@@ -171,7 +171,7 @@ class SubtopologyShares:
             for g, clients in lost.items():
                 claims[g] -= clients
         # Each client's quota: its targets added up.
-        out = list(floors) if ceils_mode else [f + k for f, k in zip(floors, frac_of)]
+        out = list(floors) if ceils_mode else [f + k for f, k in zip(floors, frac_of, strict=True)]
         for g in self._tasks:
             limit = self.limit[g]
             if ceils_mode:
@@ -212,7 +212,7 @@ def _deal(
     remaining = dict(wanted)
     order = sorted(wanted, key=lambda g: (len(eligible[g]) - wanted[g], g))
     for bound in (lo, hi):
-        left = [b - t for b, t in zip(bound, taken)]
+        left = [b - t for b, t in zip(bound, taken, strict=True)]
         if not any(left):
             continue
         rooms = _Rooms(left, rank)

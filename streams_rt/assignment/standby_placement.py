@@ -220,7 +220,8 @@ class _Placement:
             waiting = rejected
         while waiting and len(kept) < slots:
             best = max(
-                spread.score(used, c) for c in range(self.inputs.n_clients) if c != a and c not in kept and c not in taken
+                spread.score(used, c) for c in range(self.inputs.n_clients)
+                if c != a and c not in kept and c not in taken
             )
             keep = next((c for c in waiting if spread.score(used, c) == best), None)
             if keep is None:

@@ -352,9 +352,12 @@ PREFIXES: tuple[ConfigPrefix, ...] = (
     ConfigPrefix("restore.consumer.", Group.CLIENTS, f"{_CLIENT} restore and standby consumers; wins over `consumer.`"),
     ConfigPrefix("producer.", Group.CLIENTS, f"{_CLIENT} every producer (changelogs), prefix removed"),
     ConfigPrefix("admin.", Group.CLIENTS, f"{_CLIENT} admin clients (topic creation), prefix removed"),
-    ConfigPrefix("ssl.", Group.SECURITY, f"{_CLIENT} every Kafka client, prefix kept (librdkafka names: `ssl.ca.location`)"),
-    ConfigPrefix("sasl.", Group.SECURITY, f"{_CLIENT} every Kafka client, prefix kept (librdkafka names: `sasl.mechanisms`)"),
-    ConfigPrefix("spark.", Group.SPARK_SOURCE, "Spark's own settings: left to Spark, not checked here", origin=Origin.SPARK),
+    ConfigPrefix("ssl.", Group.SECURITY,
+                 f"{_CLIENT} every Kafka client, prefix kept (librdkafka names: `ssl.ca.location`)"),
+    ConfigPrefix("sasl.", Group.SECURITY,
+                 f"{_CLIENT} every Kafka client, prefix kept (librdkafka names: `sasl.mechanisms`)"),
+    ConfigPrefix("spark.", Group.SPARK_SOURCE, "Spark's own settings: left to Spark, not checked here",
+                 origin=Origin.SPARK),
 )
 
 RULES: tuple[Rule, ...] = (

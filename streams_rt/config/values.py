@@ -273,7 +273,7 @@ class ObjectReference(ValueType[object]):
             found: object = importlib.import_module(module_name)
             for part in attribute.split("."):
                 found = getattr(found, part)
-        except Exception as error:  # user code: whatever importing it raises is a bad reference
+        except Exception as error:  # noqa: BLE001 - user code: whatever importing it raises is a bad reference
             detail = " ".join(f"{type(error).__name__}: {error}".split())
             raise Invalid(f"must name an importable object ({detail})", raw) from None
         return found

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streams_rt.assignment import ClientAssignment
-from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
 from streams_rt.protocol import AssignorError, RebalanceProtocol, TaskId
+from streams_rt.rpc.errors import GroupError, GroupErrorException
 
 log = logging.getLogger(__name__)
 
@@ -169,9 +169,9 @@ class Group:
         """With `assigner`, each round is computed at once, on the calling thread (single-threaded
         use); with None, a driver takes `pending_round()`, computes it off the lock and hands the
         outcome to `complete_round()`. `restored` is the record a previous coordinator saved: its
-        members are expected back and must rejoin (a round starts at `now_ms`). `persistent`: someone saves `unsaved()` and
-        reports `saved()`; no member can fetch a generation before its record is saved, so a
-        restart never forgets a generation a member holds. The group never waits for the save.
+        members are expected back and must rejoin (a round starts at `now_ms`). `persistent`: someone
+        saves `unsaved()` and reports `saved()`; no member can fetch a generation before its record is
+        saved, so a restart never forgets a generation a member holds. The group never waits for the save.
         `hold_rounds_until_ms` delays the first round (group.initial.rebalance.delay.ms)."""
         self.group_id = group_id
         self.state = GroupState.EMPTY
@@ -383,7 +383,7 @@ class Group:
             capacity=capacity, revoked_all=revoked_all,
         )
         old_id = self._static.get(instance_id) if instance_id is not None else None
-        if old_id is not None:
+        if instance_id is not None and old_id is not None:
             # KIP-345: the instance came back within the session timeout; it replaces (and fences)
             # its old member id and keeps its assignment, so the group need not rebalance.
             old = self.members.pop(old_id)
@@ -392,7 +392,7 @@ class Group:
                 self._undelivered.discard(old_id)
                 self._undelivered.add(new_id)
             self.members[new_id] = new
-            self._static[instance_id] = new_id  # type: ignore[index]
+            self._static[instance_id] = new_id
             log.info(
                 "group %s: static member %s rejoined as %s, keeping generation %d's assignment",
                 self.group_id, instance_id, new_id, self.generation,
@@ -414,7 +414,8 @@ class Group:
         self._maybe_complete_round(now_ms)
         return new_id
 
-    def sync(self, *, member_id: str, instance_id: str | None, known_generation: int, now_ms: int) -> MemberAssignment | None:
+    def sync(self, *, member_id: str, instance_id: str | None, known_generation: int,
+             now_ms: int) -> MemberAssignment | None:
         """The member's assignment if it is newer than `known_generation`; None while the round it
         joined is still collecting members. Refuses a member that has to rejoin first."""
         m = self._member(member_id, instance_id)
@@ -472,7 +473,8 @@ class Group:
                 self._remove(mid, now_ms, f"session timeout ({m.session_timeout_ms} ms) expired")
         if self.state is GroupState.PREPARING_REBALANCE and now_ms >= self._hold_until_ms:
             self._maybe_complete_round(now_ms)
-        if self.state is GroupState.PREPARING_REBALANCE and now_ms >= max(self._rebalance_deadline_ms, self._hold_until_ms):
+        deadline_ms = max(self._rebalance_deadline_ms, self._hold_until_ms)
+        if self.state is GroupState.PREPARING_REBALANCE and now_ms >= deadline_ms:
             late = [mid for mid, m in self.members.items() if not m.joined]
             for mid in late:
                 self._forget(mid, "did not rejoin within the rebalance timeout")

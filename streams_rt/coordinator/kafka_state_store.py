@@ -9,6 +9,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streams_rt.coordinator.state_store import CoordinatorSnapshot
+from streams_rt.kafka.records import offset
 from streams_rt.kafka.watermarks import watermark_offsets
 
 log = logging.getLogger(__name__)
@@ -52,12 +53,14 @@ class KafkaStateStore:
             while position < high:
                 msg = consumer.poll(self._timeout_s)
                 if msg is None:
-                    raise TimeoutError(f"reading {self.topic}: no record at offset {position} within {self._timeout_s} s")
+                    raise TimeoutError(
+                        f"reading {self.topic}: no record at offset {position} within {self._timeout_s} s")
                 if msg.error():
                     raise KafkaException(msg.error())
-                position = msg.offset() + 1
-                if msg.key() == self.application_id.encode() and msg.value() is not None:
-                    last = CoordinatorSnapshot.from_json(msg.value())
+                position = offset(msg) + 1
+                value = msg.value()
+                if msg.key() == self.application_id.encode() and value is not None:
+                    last = CoordinatorSnapshot.from_json(value)
             return last
         finally:
             consumer.close()
@@ -70,7 +73,8 @@ class KafkaStateStore:
         )
         remaining = self._producer.flush(self._timeout_s)
         if remaining or errors:
-            raise RuntimeError(f"could not persist generation {snapshot.group.generation} to {self.topic}: {errors or 'timeout'}")
+            raise RuntimeError(f"could not persist generation {snapshot.group.generation} to {self.topic}:"
+                               f" {errors or 'timeout'}")
 
     def close(self) -> None:
         """Flush and drop the producer, so it stops reconnecting once the broker is gone."""

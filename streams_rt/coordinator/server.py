@@ -22,6 +22,8 @@ from streams_rt.coordinator.group import Group, GroupState, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
 from streams_rt.coordinator.round_runner import RoundRunner
 from streams_rt.coordinator.saver import RecordSaver
+from streams_rt.coordinator.task_reports import TaskReports
+from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.errors import GroupError, GroupErrorException, abbreviate, shorten
 from streams_rt.rpc.messages import (
@@ -47,8 +49,6 @@ from streams_rt.rpc.messages import (
     TaskStatusRequest,
     TaskStatusResponse,
 )
-from streams_rt.coordinator.task_reports import TaskReports
-from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.rpc.tasks import parse_reports
 from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity
@@ -148,7 +148,7 @@ class CoordinatorServer(SecureFlightServer):
             self._wake_if_changed(before)
 
     # ---- Flight ------------------------------------------------------------------------------
-    def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
+    def action_types(self) -> list[tuple[str, str]]:
         return [(name, req.__doc__ or name) for name, (req, _) in REQUESTS.items()]
 
     def do_action(self, context: flight.ServerCallContext, action: flight.Action) -> Iterator[bytes]:
@@ -178,7 +178,7 @@ class CoordinatorServer(SecureFlightServer):
                 f" ({self._settings.max_request_bytes})",
             )
         request = request_cls.from_bytes(body.to_pybytes())
-        group_id = getattr(request, "group_id")
+        group_id = request.group_id
         if group_id != self._group.group_id:
             raise GroupErrorException(
                 GroupError.INCONSISTENT_GROUP,

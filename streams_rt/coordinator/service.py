@@ -20,9 +20,6 @@ from streams_rt.config.registry import (
     SCHEDULED_REBALANCE_MAX_DELAY_MS,
     UPGRADE_FROM,
 )
-from streams_rt.rpc.auth import SharedSecret
-from streams_rt.rpc.errors import GroupError, GroupErrorException
-from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.coordinator.group import Group, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
 from streams_rt.coordinator.metrics import RebalanceMetrics
@@ -30,9 +27,12 @@ from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.server import CoordinatorServer, monotonic_ms
 from streams_rt.coordinator.state_store import CoordinatorSnapshot, StateStore
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
-from streams_rt.coordinator.user_data import UserDataCodec
 from streams_rt.coordinator.task_reports import TaskReports
+from streams_rt.coordinator.user_data import UserDataCodec
 from streams_rt.protocol import RebalanceProtocol, TaskId, TopicPartition
+from streams_rt.rpc.auth import SharedSecret
+from streams_rt.rpc.errors import GroupError, GroupErrorException
+from streams_rt.rpc.settings import ControlPlaneSettings
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +193,8 @@ class Coordinator:
         Raises GroupErrorException when the planner cannot (e.g. upgrade.from caps the version)."""
         request = getattr(self._planner, "request_shutdown", None)
         if request is None:
-            raise GroupErrorException(GroupError.INVALID_REQUEST, "this coordinator's planner cannot request a shutdown")
+            raise GroupErrorException(GroupError.INVALID_REQUEST,
+                                      "this coordinator's planner cannot request a shutdown")
         self._server.request_rebalance(f"application shutdown requested: {reason}", request)
         log.warning("application %s: shutdown requested: %s", self.config.application_id, reason)
 

@@ -25,7 +25,8 @@ class CoordinatorSnapshot:
     group: GroupRecord
 
     def to_json(self) -> bytes:
-        return json.dumps({"application_id": self.application_id, **self.group.to_json()}, separators=(",", ":")).encode()
+        fields = {"application_id": self.application_id, **self.group.to_json()}
+        return json.dumps(fields, separators=(",", ":")).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> CoordinatorSnapshot:

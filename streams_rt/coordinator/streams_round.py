@@ -13,7 +13,6 @@ from streams_rt.assignment import AssignmentConfigs, ClientAssignment, ClientSta
 from streams_rt.assignment.lag import is_caught_up
 from streams_rt.coordinator.assignment_content import SourceTopics, build_contents
 from streams_rt.coordinator.departures import DepartureTracker
-from streams_rt.rpc.errors import GroupError, GroupErrorException, shorten
 from streams_rt.coordinator.errors import SubscriptionRejected
 from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
@@ -34,6 +33,7 @@ from streams_rt.protocol import (
     TaskId,
 )
 from streams_rt.protocol.errors import MalformedUserData
+from streams_rt.rpc.errors import GroupError, GroupErrorException, shorten
 
 log = logging.getLogger(__name__)
 

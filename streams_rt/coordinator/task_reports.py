@@ -44,9 +44,9 @@ class TaskReports:
         for task, inputs in self._inputs.items():
             owner = owners.get(task)
             report = self._reports.get(owner) if owner is not None else None
-            member = group.members.get(owner) if owner is not None else None
-            current = (report is not None and member is not None and member.assignment is not None
-                       and report.generation == member.assignment.generation)
+            holder = group.members.get(owner) if owner is not None else None
+            current = (report is not None and holder is not None and holder.assignment is not None
+                       and report.generation == holder.assignment.generation)
             entry = report.tasks.get(task) if current and report is not None else None
             out[task] = TaskStatus(
                 task=task,

@@ -178,7 +178,8 @@ class DevBroker:
         previous = self._read_ports()
         if self.port:
             if not _port_free(self.port):
-                raise BrokerError(f"port {self.port} on {LOOPBACK} is already in use; choose another or use 0 for a free port")
+                raise BrokerError(f"port {self.port} on {LOOPBACK} is already in use;"
+                                  " choose another or use 0 for a free port")
             port = self.port
         elif previous.get("port") and _port_free(previous["port"]):
             port = previous["port"]

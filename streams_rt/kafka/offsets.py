@@ -22,7 +22,8 @@ def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeou
         return {}
     deadline = time.monotonic() + timeout_s
     while True:
-        futures = admin.list_offsets({KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.latest() for tp in wanted},
+        futures = admin.list_offsets({KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.latest()
+                                      for tp in wanted},
                                      isolation_level=IsolationLevel.READ_COMMITTED if read_committed
                                      else IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout_s)
         try:
@@ -46,7 +47,8 @@ def committed_or_earliest(admin: AdminClient, group: str, partitions: Iterable[T
     found = {TopicPartition(k.topic, k.partition): k.offset for k in future.result().topic_partitions if k.offset >= 0}
     missing = [tp for tp in wanted if tp not in found]
     if missing:
-        futures = admin.list_offsets({KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.earliest() for tp in missing},
+        futures = admin.list_offsets({KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.earliest()
+                                      for tp in missing},
                                      request_timeout=timeout_s)
         found.update({TopicPartition(k.topic, k.partition): f.result().offset for k, f in futures.items()})
     return found

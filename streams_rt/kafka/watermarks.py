@@ -6,8 +6,9 @@ depending on the other."""
 from __future__ import annotations
 
 import time
+from typing import Protocol
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 RETRIABLE = frozenset({
     KafkaError.NOT_LEADER_FOR_PARTITION,
@@ -17,7 +18,15 @@ RETRIABLE = frozenset({
 })
 
 
-def watermark_offsets(consumer: Consumer, topic: str, partition: int, timeout_s: float = 30.0) -> tuple[int, int]:
+class WatermarkSource(Protocol):
+    """What a watermark lookup needs of a consumer (a confluent_kafka.Consumer is one)."""
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: float = ...,
+                              cached: bool = ...) -> tuple[int, int]: ...
+
+
+def watermark_offsets(consumer: WatermarkSource, topic: str, partition: int,
+                      timeout_s: float = 30.0) -> tuple[int, int]:
     """(low, high) of the partition; high is the last stable offset under read_committed. Raises
     KafkaException for an error that is not retriable, or for any once `timeout_s` has passed."""
     deadline = time.monotonic() + timeout_s

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Mapping
-from itertools import chain
 from dataclasses import dataclass, field
+from itertools import chain
 from types import MappingProxyType
+from typing import Any, TypeVar
 
 from streams_rt.protocol.errors import MalformedUserData
 from streams_rt.protocol.javahash import put_order, topic_partition_hash
@@ -52,7 +53,13 @@ NO_NEXT_REBALANCE = 2**63 - 1  # Long.MAX_VALUE: no follow-up rebalance schedule
 
 Partitions = tuple[TopicPartition, ...]
 _NAMED_TASK_HEAD = struct.Struct(">iii")  # subtopology, partition, topology name length
-_EMPTY: Mapping = MappingProxyType({})
+_EMPTY: Mapping[Any, Partitions] = MappingProxyType({})
+K = TypeVar("K")
+
+
+def _tuples(by_key: Mapping[K, Iterable[TopicPartition]]) -> dict[K, Partitions]:
+    """The same mapping with tuples of partitions (the wire order kept)."""
+    return {k: tuple(v) for k, v in by_key.items()}
 
 
 @dataclass(frozen=True)
@@ -76,8 +83,7 @@ class AssignmentInfo:
     def __post_init__(self) -> None:
         object.__setattr__(self, "active_tasks", tuple(self.active_tasks))
         for name in ("standby_tasks", "partitions_by_host", "standby_partitions_by_host"):
-            value = MappingProxyType({k: tuple(v) for k, v in getattr(self, name).items()})
-            object.__setattr__(self, name, value)
+            object.__setattr__(self, name, MappingProxyType(_tuples(getattr(self, name))))
         object.__setattr__(self, "error_code", AssignorError(self.error_code))
         _validate(self)
 
@@ -96,20 +102,16 @@ class AssignmentInfo:
     ) -> AssignmentInfo:
         """Build the assignment sent at `version`, dropping what that version cannot carry (as Kafka's
         encoder silently does). Named tasks below v10 stay an error, as in Kafka."""
-        # Iterables are fine here: __post_init__ turns every collection into tuples.
         return cls(
             version=version,
             commonly_supported_version=(
                 commonly_supported_version if version >= EARLIEST_PROBEABLE_VERSION else UNKNOWN_VERSION
             ),
-            active_tasks=active_tasks,  # type: ignore[arg-type]
-            standby_tasks=standby_tasks,  # type: ignore[arg-type]
-            partitions_by_host=(
-                partitions_by_host if version >= MIN_HOST_INFO_VERSION else _EMPTY  # type: ignore[arg-type]
-            ),
+            active_tasks=tuple(active_tasks),
+            standby_tasks=_tuples(standby_tasks),
+            partitions_by_host=_tuples(partitions_by_host) if version >= MIN_HOST_INFO_VERSION else _EMPTY,
             standby_partitions_by_host=(
-                standby_partitions_by_host  # type: ignore[arg-type]
-                if version >= MIN_STANDBY_PARTITIONS_BY_HOST_VERSION else _EMPTY
+                _tuples(standby_partitions_by_host) if version >= MIN_STANDBY_PARTITIONS_BY_HOST_VERSION else _EMPTY
             ),
             error_code=error_code if version >= MIN_ERROR_CODE_VERSION else AssignorError.NONE,
             next_rebalance_ms=next_rebalance_ms if version >= MIN_NEXT_REBALANCE_VERSION else NO_NEXT_REBALANCE,
@@ -294,7 +296,7 @@ def _read_partitions(r: Reader, topics: dict[int, str] | None) -> Partitions:
         r.pos = start + 8 * count
         indices = flat[::2]
         try:
-            partitions = [TopicPartition(topics[i], p) for i, p in zip(indices, flat[1::2])]
+            partitions = [TopicPartition(topics[i], p) for i, p in zip(indices, flat[1::2], strict=True)]
         except KeyError as missing:
             at = start + 8 * indices.index(missing.args[0])
             raise r.error(f"topic index {missing.args[0]} is not in the topic dictionary", at) from None

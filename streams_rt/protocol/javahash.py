@@ -86,7 +86,7 @@ def compute_if_absent_order(keys: Sequence[Hashable], hashes: Sequence[int]) -> 
     seen: set[Hashable] = set()
     calls = []
     distinct = []
-    for key, h in zip(keys, hashes):
+    for key, h in zip(keys, hashes, strict=True):
         is_new = key not in seen
         if is_new:
             seen.add(key)

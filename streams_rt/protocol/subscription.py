@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from streams_rt.protocol.javahash import compute_if_absent_order, put_order, task_id_hash
 from streams_rt.protocol.types import (
@@ -46,7 +47,7 @@ from streams_rt.protocol.wire import (
 _MAX_NULLABLE_STRING = 0x7FFF
 _V10_HEAD = struct.Struct(">iiqh")  # subtopology, partition, offset sum, topology name length
 _PARTITION_SUM = struct.Struct(">iq")
-_EMPTY: Mapping = MappingProxyType({})
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True)

@@ -47,20 +47,23 @@ class Reader:
         if n > len(self.data) - self.pos:
             raise self.error(f"truncated: {what} needs {n} bytes, {self.remaining()} left")
 
-    def unpack(self, fmt: struct.Struct, what: str) -> tuple:
+    def unpack(self, fmt: struct.Struct, what: str) -> tuple[Any, ...]:
         self.need(fmt.size, what)
         values = fmt.unpack_from(self.data, self.pos)
         self.pos += fmt.size
         return values
 
     def i8(self, what: str) -> int:
-        return self.unpack(I8, what)[0]
+        value: int = self.unpack(I8, what)[0]
+        return value
 
     def i32(self, what: str) -> int:
-        return self.unpack(I32, what)[0]
+        value: int = self.unpack(I32, what)[0]
+        return value
 
     def i64(self, what: str) -> int:
-        return self.unpack(I64, what)[0]
+        value: int = self.unpack(I64, what)[0]
+        return value
 
     def count(self, what: str, min_item_bytes: int) -> int:
         """An int32 element count, refused when negative or when the rest cannot hold that many items."""

@@ -96,7 +96,7 @@ class SecretCheck(flight.ServerMiddlewareFactory):
         self._next_log_at = 0.0
         self.refused = 0
 
-    def start_call(self, info: flight.CallInfo, headers: dict[str, list[str | bytes]]) -> None:
+    def start_call(self, info: flight.CallInfo, headers: dict[str, list[str] | list[bytes]]) -> None:
         if self._secret.accepts(headers):
             return None
         self._count_refusal(info.method)

@@ -14,6 +14,7 @@ import pyarrow.flight as flight
 
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.rpc.auth import SharedSecret
+from streams_rt.rpc.transport import call_options
 
 MAX_TICKET_BYTES = 1 << 20
 
@@ -74,7 +75,8 @@ class BatchError(Exception):
 
     def to_flight(self) -> flight.FlightServerError:
         info = json.dumps({"code": self.code, "message": self.message[:2000], "detail": self.detail}).encode()
-        return flight.FlightServerError(f"{self.code}: {self.message[:2000]}", extra_info=info)
+        # FlightError(message, extra_info) in pyarrow; pyarrow-stubs leaves the constructor out.
+        return flight.FlightServerError(f"{self.code}: {self.message[:2000]}", extra_info=info)  # type: ignore[call-arg]
 
     @classmethod
     def from_flight(cls, error: flight.FlightError) -> BatchError:
@@ -93,10 +95,11 @@ class HostClient:
         """`secret` defaults to the one the driver handed this process (from the environment);
         `tls_root_certs` (PEM) are what a `grpc+tls://` host's certificate must lead to."""
         self.endpoint = endpoint
-        self._client = flight.FlightClient(endpoint, tls_root_certs=tls_root_certs)
+        pem = tls_root_certs.decode("ascii") if tls_root_certs is not None else None  # PEM is ASCII text
+        self._client = flight.FlightClient(endpoint, tls_root_certs=pem)
         chosen = secret if secret is not None else SharedSecret.from_environment()
         headers = chosen.call_headers() if chosen is not None else []
-        self._options = flight.FlightCallOptions(timeout=timeout_s, headers=headers)
+        self._options = call_options(timeout_s, headers)
 
     def run_batch(self, request: BatchRequest) -> pa.Table:
         """The batch's output rows; raises BatchError."""

@@ -8,6 +8,7 @@ import pyarrow.flight as flight
 
 from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.messages import REQUESTS, Request, Response
+from streams_rt.rpc.transport import call_options, flight_client
 
 R = TypeVar("R", bound=Response)
 
@@ -34,7 +35,7 @@ class GroupClient:
         none, when the driver handed none. `tls_root_certs` (PEM) are what a `grpc+tls://` coordinator's
         certificate must lead to (None: the system's roots)."""
         self.address = address
-        self._client = flight.FlightClient(address, tls_root_certs=tls_root_certs)
+        self._client = flight_client(address, tls_root_certs)
         self._timeout_s = timeout_s
         chosen = secret if secret is not None else SharedSecret.from_environment()
         self._headers = chosen.call_headers() if chosen is not None else []
@@ -43,7 +44,7 @@ class GroupClient:
         """Send one action and parse its schema'd response; errors stay in the response."""
         expected = REQUESTS[request.ACTION][1]
         assert response_cls is expected, f"{request.ACTION} answers {expected.__name__}"
-        options = flight.FlightCallOptions(timeout=self._timeout_s + extra_timeout_s, headers=self._headers)
+        options = call_options(self._timeout_s + extra_timeout_s, self._headers)
         try:
             results = list(self._client.do_action(flight.Action(request.ACTION, request.to_bytes()), options))
         except flight.FlightUnauthenticatedError as e:

@@ -54,10 +54,12 @@ class Message:
     """Base of every request and response; subclasses are frozen dataclasses with an ACTION name."""
 
     ACTION: ClassVar[str]
+    # Set on each subclass by @dataclass; declared here so that dataclasses.fields() takes any message.
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def to_bytes(self) -> bytes:
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+        for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             out[f.name] = base64.b64encode(value).decode("ascii") if isinstance(value, bytes) else value
         return json.dumps(out, separators=(",", ":")).encode("utf-8")
@@ -73,7 +75,7 @@ class Message:
             raise _invalid(cls, f"body is not UTF-8 JSON: {e}") from None
         if not isinstance(raw, dict):
             raise _invalid(cls, "body must be a JSON object")
-        schema = _schema(cls)
+        schema = _schema(cls)  # type: ignore[arg-type]  # mypy#11470: mypy finds type[M] unhashable
         unknown = sorted(set(raw) - set(schema))
         if unknown:
             raise _invalid(cls, f"unknown fields {abbreviate(unknown, 80)}")
@@ -99,7 +101,7 @@ def _schema(cls: type[Message]) -> dict[str, tuple[Any, bool]]:
     hints = typing.get_type_hints(cls)
     return {
         f.name: (hints[f.name], f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
-        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        for f in dataclasses.fields(cls)
     }
 
 
@@ -171,6 +173,8 @@ REQUEST_STRING_LIMITS: dict[str, int] = {
 
 class Request(Message):
     """Base of the requests: the bounds every request is held to, before any field means anything."""
+
+    group_id: str  # every request names its group (each subclass declares the field)
 
     def validate(self) -> None:
         for name, value in vars(self).items():
@@ -299,10 +303,10 @@ class DescribeResponse(Response):
     protocol: str = ""
     pending_deliveries: int = 0  # members yet to fetch the current generation's assignment
     saving: bool = False  # the current generation is formed but not saved yet: nobody can fetch it
-    protocol_policy: dict = dataclasses.field(default_factory=dict)  # upgrade_from, override, version cap
+    protocol_policy: dict[str, Any] = dataclasses.field(default_factory=dict)  # upgrade_from, override, version cap
     # member_id -> {"instance_id", "generation", "active": [task ids], "standby": [...], "revoke": [...]}
-    members: dict = dataclasses.field(default_factory=dict)
-    metrics: dict = dataclasses.field(default_factory=dict)
+    members: dict[str, Any] = dataclasses.field(default_factory=dict)
+    metrics: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -355,7 +359,7 @@ class ReportTasksRequest(Request):
     member_id: str
     generation: int
     endpoint: str
-    tasks: dict
+    tasks: dict[str, Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -374,7 +378,7 @@ class TaskStatusRequest(Request):
 @dataclasses.dataclass(frozen=True)
 class TaskStatusResponse(Response):
     generation: int = -1
-    tasks: dict = dataclasses.field(default_factory=dict)  # task id -> TaskStatus.to_json()
+    tasks: dict[str, Any] = dataclasses.field(default_factory=dict)  # task id -> TaskStatus.to_json()
 
 
 REQUESTS: dict[str, tuple[type[Request], type[Response]]] = {

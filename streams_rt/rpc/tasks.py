@@ -23,7 +23,8 @@ class TaskReport:
     positions: Mapping[TopicPartition, int]
 
     def to_json(self) -> dict[str, Any]:
-        return {"phase": self.phase, "positions": [[tp.topic, tp.partition, o] for tp, o in sorted(self.positions.items())]}
+        return {"phase": self.phase,
+                "positions": [[tp.topic, tp.partition, o] for tp, o in sorted(self.positions.items())]}
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,8 @@ class TaskStatus:
             endpoint=_optional_str(raw.get("endpoint"), "endpoint"),
             phase=_str(raw.get("phase"), "phase"),
             positions=_positions(raw.get("positions", [])),
-            inputs=tuple(TopicPartition(_str(t, "topic"), _int(p, "partition")) for t, p in _pairs(raw.get("inputs", []))),
+            inputs=tuple(TopicPartition(_str(t, "topic"), _int(p, "partition"))
+                         for t, p in _pairs(raw.get("inputs", []))),
         )
 
 

@@ -22,6 +22,17 @@ class TlsIdentity:
     private_key: bytes = field(repr=False)
 
 
+# Two Flight client calls typed as pyarrow takes them, where pyarrow-stubs declares str.
+def call_options(timeout_s: float | None, headers: list[tuple[bytes, bytes]]) -> flight.FlightCallOptions:
+    """Options of a Flight call; pyarrow takes the headers as bytes only."""
+    return flight.FlightCallOptions(timeout=timeout_s, headers=headers)  # type: ignore[arg-type]
+
+
+def flight_client(location: str, tls_root_certs: bytes | None = None) -> flight.FlightClient:
+    """A Flight client; `tls_root_certs` are PEM bytes (None: the system's roots)."""
+    return flight.FlightClient(location, tls_root_certs=tls_root_certs)  # type: ignore[arg-type]
+
+
 class InsecureBindError(ValueError):
     """A server was asked to listen beyond loopback without the application's secret."""
 
@@ -58,9 +69,13 @@ class SecureFlightServer(flight.FlightServerBase):
         self.host = host
         self.scheme = "grpc+tls" if tls is not None else "grpc"
         self.secret_check = SecretCheck(secret, name) if secret is not None else None
+        # pyarrow takes PEM bytes for both; pyarrow-stubs declares str.
+        certificates: list[tuple[str, str]] | None = (
+            [flight.CertKeyPair(tls.certificate_chain, tls.private_key)] if tls else None  # type: ignore[arg-type]
+        )
         super().__init__(
             flight_address(self.scheme, host, port),
-            tls_certificates=[flight.CertKeyPair(tls.certificate_chain, tls.private_key)] if tls else None,
+            tls_certificates=certificates,
             middleware={"secret": self.secret_check} if self.secret_check is not None else None,
         )
 
@@ -71,13 +86,21 @@ class SecureFlightServer(flight.FlightServerBase):
     def _not_served(self, method: str) -> NoReturn:
         raise flight.FlightServerError(f"{self.name} does not serve {method}")
 
-    def list_flights(self, context: flight.ServerCallContext, criteria: bytes) -> Iterator[flight.FlightInfo]:
+    # Three signatures as pyarrow calls them, where pyarrow-stubs says otherwise: list_flights gets
+    # bytes, get_schema must return a SchemaResult, list_actions may return (type, description) tuples
+    # (subclasses list theirs in `action_types`).
+    def list_flights(  # type: ignore[override]
+        self, context: flight.ServerCallContext, criteria: bytes,
+    ) -> Iterator[flight.FlightInfo]:
         self._not_served("list_flights")
 
-    def get_flight_info(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor) -> flight.FlightInfo:
+    def get_flight_info(self, context: flight.ServerCallContext,
+                        descriptor: flight.FlightDescriptor) -> flight.FlightInfo:
         self._not_served("get_flight_info")
 
-    def get_schema(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor) -> flight.SchemaResult:
+    def get_schema(  # type: ignore[override]
+        self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor,
+    ) -> flight.SchemaResult:
         self._not_served("get_schema")
 
     def do_get(self, context: flight.ServerCallContext, ticket: flight.Ticket) -> flight.FlightDataStream:
@@ -95,7 +118,11 @@ class SecureFlightServer(flight.FlightServerBase):
     ) -> None:
         self._not_served("do_exchange")
 
-    def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
+    def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:  # type: ignore[override]
+        return self.action_types()
+
+    def action_types(self) -> list[tuple[str, str]]:
+        """(name, description) of each action the server serves."""
         return []
 
     def do_action(self, context: flight.ServerCallContext, action: flight.Action) -> Iterator[bytes]:

@@ -86,7 +86,7 @@ class BatchLoop:
         latest = latest_positions(self.positions, fresh, ends, self.max_records_per_task)
         batches = retries + plan(self.positions, latest, fresh, generation)
         result = BatchResult()
-        for batch, outcome in zip(batches, self._pool.map(self._run, batches)):
+        for batch, outcome in zip(batches, self._pool.map(self._run, batches), strict=True):
             if isinstance(outcome, BatchError):
                 result.refused[batch.task] = outcome.code
                 self.pending[batch.task] = batch

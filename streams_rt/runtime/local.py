@@ -106,7 +106,8 @@ class LocalApplication:
         `properties` are this host's own; `env` extra environment (e.g. fault points)."""
         directory = self.work_dir / name
         directory.mkdir(exist_ok=True)
-        props = {**self.properties, "state.dir": str(directory / "state"), **self._host_properties, **(properties or {})}
+        props = {**self.properties, "state.dir": str(directory / "state"), **self._host_properties,
+                 **(properties or {})}
         ready = directory / "ready.json"
         ready.unlink(missing_ok=True)
         config = {**self.host_config(), "properties": props, "ready_file": str(ready), "watch_pid": os.getpid()}

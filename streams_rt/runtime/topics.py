@@ -93,5 +93,6 @@ def source_partitions(admin: AdminClient, topology: Topology, timeout_s: float =
     return {t: len(topics[t].partitions) for t in topology.external_source_topics() if t in topics}
 
 
-def sum_by_task(offsets: Mapping[TopicPartition, int], changelogs: Mapping[TaskId, list[TopicPartition]]) -> dict[TaskId, int]:
+def sum_by_task(offsets: Mapping[TopicPartition, int],
+                changelogs: Mapping[TaskId, list[TopicPartition]]) -> dict[TaskId, int]:
     return {task: sum(offsets.get(tp, 0) for tp in tps) for task, tps in changelogs.items()}

@@ -69,7 +69,8 @@ def ensure_host(spec: HostSpec) -> dict[str, Any]:
                          stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                          env={**os.environ, **spec.environment}, start_new_session=True, cwd=str(directory))
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while (found := _read_ready(ready, executor)) is None or found.get("coordinator") != spec.host_config["coordinator"]:
+    coordinator = spec.host_config["coordinator"]
+    while (found := _read_ready(ready, executor)) is None or found.get("coordinator") != coordinator:
         if time.monotonic() > deadline:
             raise RuntimeError(f"the task host of executor {executor} did not start within {READY_TIMEOUT_S:.0f} s; "
                                f"see {directory / 'host.log'}")

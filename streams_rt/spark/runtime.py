@@ -21,6 +21,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from streams_rt.config import resolve
+from streams_rt.config.registry import LOCAL_TASK_HOSTS
 from streams_rt.runtime.local import LocalApplication
 from streams_rt.spark.executor_hosts import HostSpec, ensure_host
 from streams_rt.spark.source import (
@@ -43,8 +44,9 @@ class StreamsRuntime:
         props = {k: v for k, v in config.items()}
         self.config = resolve(props)  # one line per problem, naming the key
         self.spark = spark
-        self.local = spark.sparkContext.master.startswith("local[") or spark.sparkContext.master == "local"
-        hosts = int(self.config.get("local.task.hosts")) if self.local else 0
+        master = spark.sparkContext.master or ""
+        self.local = master.startswith("local[") or master == "local"
+        hosts = self.config.get(LOCAL_TASK_HOSTS) if self.local else 0
         self.work_dir = work_dir or Path(tempfile.mkdtemp(prefix=f"streams-rt-{self.config.get('application.id')}-"))
         self.app = LocalApplication(topology, props, self.work_dir, hosts=hosts, topology_args=topology_args)
         self.schema = OutputSchema(self.app.topology)

@@ -136,7 +136,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         coordinator, _ = self._clients()
         return task_status(coordinator, self.options.application_id)
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, int]:
         """Where a new query starts: every task's committed position, as its host reports it once
         restored (waiting for the hosts, bounded), else the application's committed offsets, else
         each partition's beginning."""
@@ -165,7 +165,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         cap = self.options.max_records_per_task
         return ReadMaxRows(cap) if cap else ReadAllAvailable()
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         from streams_rt.kafka.offsets import end_offsets
         from streams_rt.runtime.planning import RUNNING, latest_positions
 
@@ -180,7 +180,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
                 begin.setdefault(tp, status.positions.get(tp, 0))
         return encode_offsets(latest_positions(begin, running, ends, cap))
 
-    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[TaskBatch]:
         from streams_rt.runtime.planning import plan
 
         generation, statuses = self._status()
@@ -198,12 +198,12 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         for task, status in sorted(statuses.items()):
             ranges = {tp: (begin[tp], finish[tp]) for tp in status.inputs if tp in finish and finish[tp] > begin[tp]}
             if ranges and str(task) not in planned:
-                batches.append(TaskBatch(str(task), status.endpoint or "", generation,
-                                         tuple((tp.topic, tp.partition, s, e) for tp, (s, e) in sorted(ranges.items()))))
+                spans = tuple((tp.topic, tp.partition, s, e) for tp, (s, e) in sorted(ranges.items()))
+                batches.append(TaskBatch(str(task), status.endpoint or "", generation, spans))
         self._planned[json.dumps(end, sort_keys=True)] = batches
-        return batches  # type: ignore[return-value]
+        return batches
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, int]) -> None:
         """Spark committed the batch: acknowledge each task's batch to its host (the batch was
         made durable when it ran; this lets the host forget its kept output)."""
         from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
@@ -213,7 +213,8 @@ class StreamsRtStreamReader(DataSourceStreamReader):
             self._planned.pop(key)
         for batch in batches:
             try:
-                with HostClient(batch.endpoint, secret=_secret(self.options), tls_root_certs=_roots(self.options)) as client:
+                roots = _roots(self.options)
+                with HostClient(batch.endpoint, secret=_secret(self.options), tls_root_certs=roots) as client:
                     client.commit(BatchRequest(TaskId.parse(batch.task), batch.generation, batch.tp_ranges()))
             except BatchError as e:  # the task moved: its new owner has the batch as applied last
                 log.info("task %s: commit not acknowledged by %s: %s", batch.task, batch.endpoint, e)
@@ -258,8 +259,9 @@ class StreamsRtStreamReader(DataSourceStreamReader):
                 if not e.retriable or time.monotonic() > deadline:
                     raise RuntimeError(f"streams_rt: batch of task {task} failed: {e}") from None
                 time.sleep(0.25)
-                with GroupClient(self.options.coordinator, secret=secret, tls_root_certs=_roots(self.options)) as coordinator:
+                roots = _roots(self.options)
+                with GroupClient(self.options.coordinator, secret=secret, tls_root_certs=roots) as coordinator:
                     _, statuses = task_status(coordinator, self.options.application_id)
                 status = statuses.get(task)
-                endpoint = status.endpoint if status is not None and status.phase == "RUNNING" else ""
+                endpoint = (status.endpoint or "") if status is not None and status.phase == "RUNNING" else ""
         yield from table.to_batches()

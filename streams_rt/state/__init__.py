@@ -2,6 +2,7 @@
 in Kafka Streams' state directory layout."""
 
 from streams_rt.state.changelog import ChangelogSpec, ChangelogWriter, changelog_topic, ensure_changelog_topics
+from streams_rt.state.changelog_reader import ChangelogReader
 from streams_rt.state.checkpoint import OffsetCheckpoint, format_checkpoint, offset_sum, parse_checkpoint
 from streams_rt.state.config import AT_LEAST_ONCE, EXACTLY_ONCE_V2, StateConfig
 from streams_rt.state.errors import (
@@ -14,7 +15,6 @@ from streams_rt.state.errors import (
     StoreCorrupted,
     TaskLockedError,
 )
-from streams_rt.state.changelog_reader import ChangelogReader
 from streams_rt.state.restore import ConsoleRestoreListener, StateRestoreListener
 from streams_rt.state.state_directory import StateDirectory
 from streams_rt.state.stores import (

@@ -16,6 +16,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from streams_rt.kafka.records import offset, topic_partition
 from streams_rt.protocol import TopicPartition
 from streams_rt.state.errors import ChangelogError
 
@@ -109,31 +110,39 @@ class ChangelogWriter:
             # Fences any previous owner of this transactional.id and aborts its open transaction.
             self._producer.init_transactions(timeout_s)
 
+    @property
+    def _live(self) -> Producer:
+        """The producer, or a typed error once `close` has dropped it."""
+        if self._producer is None:
+            raise ChangelogError("*", None, "the changelog writer is closed")
+        return self._producer
+
     def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
         if error is not None:
-            self._errors.append(ChangelogError(message.topic(), message.partition(), f"write failed: {error}"))
+            self._errors.append(ChangelogError(message.topic() or "*", message.partition(), f"write failed: {error}"))
             return
-        tp = TopicPartition(message.topic(), message.partition())
-        offset = message.offset()
-        if offset > self._offsets.get(tp, -1):
-            self._offsets[tp] = offset
+        tp = topic_partition(message)
+        written = offset(message)
+        if written > self._offsets.get(tp, -1):
+            self._offsets[tp] = written
 
     def send(self, topic: str, partition: int | None, key: bytes | None, value: bytes | None,
              timestamp: int = 0) -> None:
         """One record; `partition` None lets the partitioner choose (by key), `timestamp` 0 means now."""
         self._begin()
+        producer = self._live
         while True:
             try:
-                self._producer.produce(topic, value, key, partition=-1 if partition is None else partition,
-                                       timestamp=timestamp)
+                producer.produce(topic, value, key, partition=-1 if partition is None else partition,
+                                 timestamp=timestamp)
                 return
             except BufferError:
-                self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
+                producer.poll(0.05)  # the local queue is full: let deliveries drain it
 
     def send_many(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None, int]]) -> None:
         """Records for one topic, partitioned by key: (key, value, timestamp; 0 means now)."""
         self._begin()
-        produce, poll = self._producer.produce, self._producer.poll
+        produce, poll = self._live.produce, self._live.poll
         for key, value, timestamp in records:
             while True:
                 try:
@@ -144,13 +153,13 @@ class ChangelogWriter:
 
     def _begin(self) -> None:
         if self._transactional and not self._in_transaction:
-            self._producer.begin_transaction()
+            self._live.begin_transaction()
             self._in_transaction = True
 
     def flush(self) -> None:
         """Deliver what was sent so far (inside the open transaction under exactly-once: it stays
         invisible to read_committed readers until `commit`)."""
-        self._producer.flush(self._timeout_s)
+        self._live.flush(self._timeout_s)
 
     def commit(self, input_offsets: Mapping[TopicPartition, int] | None = None,
                group_metadata: Any = None) -> dict[TopicPartition, int]:
@@ -159,22 +168,22 @@ class ChangelogWriter:
         for the consumer group of `group_metadata` in the same transaction."""
         if self._transactional and input_offsets:
             self._begin()
-            offsets = [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in input_offsets.items()]
+            offsets = [KafkaTopicPartition(tp.topic, tp.partition, at) for tp, at in input_offsets.items()]
             try:
-                self._producer.send_offsets_to_transaction(offsets, group_metadata, self._timeout_s)
+                self._live.send_offsets_to_transaction(offsets, group_metadata, self._timeout_s)
             except KafkaException as exc:
                 raise ChangelogError("*", None, f"committing input offsets in the transaction failed: {exc}") from exc
         if self._in_transaction:
             try:
-                self._producer.commit_transaction(self._timeout_s)
+                self._live.commit_transaction(self._timeout_s)
             except KafkaException as exc:
                 raise ChangelogError("*", None, f"transaction commit failed: {exc}") from exc
             self._in_transaction = False
         else:
-            remaining = self._producer.flush(self._timeout_s)
+            remaining = self._live.flush(self._timeout_s)
             if remaining:
                 raise ChangelogError("*", None, f"{remaining} records not delivered within {self._timeout_s}s")
-        self._producer.poll(0)
+        self._live.poll(0)
         if self._errors:
             error, self._errors = self._errors[0], []
             raise error
@@ -184,11 +193,11 @@ class ChangelogWriter:
         """Drop what was sent since the last commit as far as possible: the open transaction under
         exactly-once; under at-least-once what is not delivered yet (the rest stays, as Kafka's)."""
         if self._in_transaction:
-            self._producer.abort_transaction(self._timeout_s)
+            self._live.abort_transaction(self._timeout_s)
             self._in_transaction = False
         elif not self._transactional:
-            self._producer.purge()
-            self._producer.poll(0)
+            self._live.purge()
+            self._live.poll(0)
 
     def close(self, discard: bool = False) -> None:
         """Flush (or, with `discard`, purge what is not yet delivered), close and drop the producer

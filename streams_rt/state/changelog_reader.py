@@ -14,11 +14,13 @@ import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
-from confluent_kafka import Consumer, KafkaException, Message
+from confluent_kafka import KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from streams_rt.kafka.records import offset, topic_partition
+from streams_rt.kafka.watermarks import WatermarkSource
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.state.errors import ChangelogError
 from streams_rt.state.restore import CONSUME_BATCH, StateRestoreListener, changelog_range, split_events
@@ -27,6 +29,18 @@ from streams_rt.state.stores.base import StateStore
 log = logging.getLogger(__name__)
 
 NO_PROGRESS_TIMEOUT_S = 60.0
+
+
+class ChangelogConsumer(WatermarkSource, Protocol):
+    """What the reader needs of its consumer (a confluent_kafka.Consumer, made by restore_consumer)."""
+
+    def incremental_assign(self, partitions: list[KafkaTopicPartition]) -> None: ...
+    def incremental_unassign(self, partitions: list[KafkaTopicPartition]) -> None: ...
+    def pause(self, partitions: list[KafkaTopicPartition]) -> None: ...
+    def resume(self, partitions: list[KafkaTopicPartition]) -> None: ...
+    def seek(self, partition: KafkaTopicPartition) -> None: ...
+    def consume(self, num_messages: int, timeout: float) -> list[Message]: ...
+    def close(self) -> None: ...
 
 
 class Restoring(Protocol):
@@ -61,7 +75,7 @@ class ChangelogReader:
     """`restore` and `follow` register a task's changelog partitions, `remove` drops them, `poll`
     reads and applies whatever arrived. Restores report to `listener` (start, batches, end)."""
 
-    def __init__(self, consumer: Consumer, listener: StateRestoreListener | None = None,
+    def __init__(self, consumer: ChangelogConsumer, listener: StateRestoreListener | None = None,
                  no_progress_timeout_s: float = NO_PROGRESS_TIMEOUT_S) -> None:
         self._consumer = consumer
         self.listener = listener
@@ -172,9 +186,9 @@ class ChangelogReader:
             self._rewind()
             raise
         for eof in eofs:
-            part = self._partitions.get(TopicPartition(eof.topic(), eof.partition()))
+            part = self._partitions.get(topic_partition(eof))
             if part is not None:
-                part.position = max(part.position, eof.offset())
+                part.position = max(part.position, offset(eof))
                 if part.mode is ReadMode.RESTORE:
                     part.end = min(part.end, part.position)  # the end hid behind commit markers
         self._complete_restores()
@@ -198,21 +212,21 @@ class ChangelogReader:
             first, last = records[0], records[-1]
             if (first.topic(), first.partition()) == (last.topic(), last.partition()) == tp:
                 return [(tp, records)]
-        keys = list(zip(map(Message.topic, records), map(Message.partition, records)))
+        keys = list(zip(map(Message.topic, records), map(Message.partition, records), strict=True))
         runs = []
         start = 0
-        for (topic, partition), group in itertools.groupby(keys):
+        for _, group in itertools.groupby(keys):
             length = len(list(group))
-            runs.append((TopicPartition(topic, partition), records[start:start + length]))
+            runs.append((topic_partition(records[start]), records[start:start + length]))
             start += length
         return runs
 
     def _apply(self, part: _Partition, run: list[Message]) -> int:
         keys = list(map(Message.key, run))
-        if None in keys:
+        if not _no_none(keys):
             bad = run[keys.index(None)]
             raise ChangelogError(part.tp.topic, part.tp.partition, f"record at offset {bad.offset()} has a null key")
-        last = run[-1].offset()
+        last = offset(run[-1])
         if part.mode is ReadMode.RESTORE and not part.restored:
             part.store.begin_restore()  # a RocksDB store opens with bulk-load options
         part.store.apply_changelog(keys, list(map(Message.value, run)), last)
@@ -256,3 +270,7 @@ class ChangelogReader:
         self._partitions.clear()
         self._restoring.clear()
         self._consumer.close()
+
+
+def _no_none(keys: list[bytes | None]) -> TypeGuard[list[bytes]]:
+    return None not in keys

@@ -100,7 +100,7 @@ def _setter(found: object) -> RocksDBConfigSetter | None:
         return found
     try:
         setter = found()
-    except Exception as error:  # user code: whatever its constructor raises makes the setting unusable
+    except Exception as error:  # noqa: BLE001 - user code: whatever its constructor raises makes the setting unusable
         detail = " ".join(f"{type(error).__name__}: {error}".split())
         raise ConfigError(ROCKSDB_CONFIG_SETTER.name, found,
                           f"{ROCKSDB_CONFIG_SETTER.name}: {found.__qualname__}() failed ({detail})") from None

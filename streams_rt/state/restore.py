@@ -8,12 +8,12 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from tqdm import tqdm
 
-from streams_rt.kafka.watermarks import watermark_offsets
+from streams_rt.kafka.watermarks import WatermarkSource, watermark_offsets
 from streams_rt.protocol import TopicPartition
 from streams_rt.state.errors import ChangelogError
 
@@ -34,7 +34,7 @@ class ConsoleRestoreListener:
 
     def __init__(self, force: bool = False) -> None:
         self._disable = None if force else not sys.stderr.isatty()
-        self._bars: dict[tuple[TopicPartition, str], tuple[tqdm, float]] = {}
+        self._bars: dict[tuple[TopicPartition, str], tuple[tqdm[NoReturn], float]] = {}
 
     def on_restore_start(self, tp: TopicPartition, store: str, start_offset: int, end_offset: int) -> None:
         bar = tqdm(total=max(0, end_offset - start_offset), desc=f"restore {store} {tp}", unit="rec",
@@ -74,7 +74,7 @@ def restore_consumer(bootstrap_servers: str, group_id: str) -> Consumer:
     return Consumer(conf)
 
 
-def changelog_range(consumer: Consumer, tp: TopicPartition, timeout_s: float = 30.0) -> tuple[int, int]:
+def changelog_range(consumer: WatermarkSource, tp: TopicPartition, timeout_s: float = 30.0) -> tuple[int, int]:
     """(first offset, end offset); the end is the last stable offset under read_committed. Retries
     while a new topic's leadership settles."""
     try:
@@ -94,7 +94,7 @@ def split_events(messages: Sequence[Message]) -> tuple[list[Message], list[Messa
         return list(messages), []
     records: list[Message] = []
     eofs: list[Message] = []
-    for message, error in zip(messages, errors):
+    for message, error in zip(messages, errors, strict=True):
         if error is None:
             records.append(message)
         elif error.code() == KafkaError._PARTITION_EOF:

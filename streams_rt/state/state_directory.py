@@ -69,7 +69,8 @@ class TaskLock:
     """An exclusive lock on one task directory; releasing it marks the directory as recently used."""
 
     def __init__(self, task: TaskId, directory: Path, handle: IO[str]) -> None:
-        self.task, self.directory, self._handle = task, directory, handle
+        self.task, self.directory = task, directory
+        self._handle: IO[str] | None = handle
 
     def release(self, touch: bool = True) -> None:
         """Unlock; `touch` restarts the cleanup delay, which counts from the task's last use."""

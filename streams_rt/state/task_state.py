@@ -15,6 +15,7 @@ restore resumes; the checkpoint file (Kafka's format) is what tools and offset s
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,10 +28,10 @@ from streams_rt.state.config import StateConfig
 from streams_rt.state.errors import CorruptCheckpoint, StateError, StoreCorrupted
 from streams_rt.state.state_directory import StateDirectory, TaskLock
 from streams_rt.state.stores.base import StateStore
-from streams_rt.state.stores.kv import RocksDBKeyValueStore
+from streams_rt.state.stores.kv import KeyValueStore, RocksDBKeyValueStore
 from streams_rt.state.stores.memory import InMemoryKeyValueStore, InMemoryWindowStore
 from streams_rt.state.stores.rocksdb import RocksDBStore
-from streams_rt.state.stores.window import RocksDBWindowStore
+from streams_rt.state.stores.window import RocksDBWindowStore, WindowStore
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +174,7 @@ class TaskState:
         for name, store in self._stores.items():
             store.finish_restore()
             tp = self._tps[name]
-            store.attach_changelog(lambda key, value, t=tp.topic, p=tp.partition: writer.send(t, p, key, value))
+            store.attach_changelog(functools.partial(writer.send, tp.topic, tp.partition))
         self._checkpoint()
 
     def _active_writer(self, action: str) -> ChangelogWriter:
@@ -264,6 +265,20 @@ class TaskState:
     def store(self, name: str) -> StateStore:
         self._require(f"use store {name}", Mode.ACTIVE, Mode.STANDBY, Mode.RESTORING)
         return self._stores[name]
+
+    def kv_store(self, name: str) -> KeyValueStore:
+        """`store(name)` as the key-value store it must be (TypeError if it is a window store)."""
+        store = self.store(name)
+        if not isinstance(store, KeyValueStore):
+            raise TypeError(f"task {self.task}: store {name} is a {type(store).__name__}, not a key-value store")
+        return store
+
+    def window_store(self, name: str) -> WindowStore:
+        """`store(name)` as the window store it must be (TypeError if it is a key-value store)."""
+        store = self.store(name)
+        if not isinstance(store, WindowStore):
+            raise TypeError(f"task {self.task}: store {name} is a {type(store).__name__}, not a window store")
+        return store
 
     @property
     def offsets(self) -> dict[TopicPartition, int]:

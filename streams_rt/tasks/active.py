@@ -21,7 +21,6 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.state import Mode, StoreSpec, TaskState, WindowSpec
-from streams_rt.state.stores import KeyValueStore
 from streams_rt.tasks import batch_record
 from streams_rt.tasks.execution.runner import DeserializationHandler, SubtopologyRunner
 from streams_rt.tasks.faults import Faults
@@ -117,8 +116,7 @@ class ActiveTaskRunner:
     def start_running(self) -> None:
         """RESTORING -> RUNNING once the state is restored: find the committed positions and the
         batch applied last, and build the runner."""
-        batch_store = self.state.store(batch_record.store_name(self.task.subtopology))
-        assert isinstance(batch_store, KeyValueStore)
+        batch_store = self.state.kv_store(batch_record.store_name(self.task.subtopology))
         last = batch_record.decode(batch_store.get)
         self._consumer = self._consumer_factory()
         self._reader = InputReader(self._consumer)
@@ -143,7 +141,7 @@ class ActiveTaskRunner:
         tps = sorted(self.core.inputs)
         committed = consumer.committed([KafkaTopicPartition(tp.topic, tp.partition) for tp in tps], timeout=30)
         positions = {}
-        for tp, found in zip(tps, committed):
+        for tp, found in zip(tps, committed, strict=True):
             if found.offset >= 0:
                 positions[tp] = found.offset
             else:
@@ -210,8 +208,7 @@ class ActiveTaskRunner:
         return self._kept
 
     def _record(self, ranges: Ranges, output: pa.RecordBatch) -> None:
-        store = self.state.store(batch_record.store_name(self.task.subtopology))
-        assert isinstance(store, KeyValueStore)
+        store = self.state.kv_store(batch_record.store_name(self.task.subtopology))
         writes = batch_record.encode(ranges, output, self._kept_chunks)
         for key, value in writes.items():
             store.put(key, value)

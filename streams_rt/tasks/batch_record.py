@@ -43,7 +43,8 @@ def encode(ranges: Mapping[TopicPartition, tuple[int, int]], output: pa.RecordBa
         writer.write_batch(output)
     data = sink.getvalue().to_pybytes()
     chunks = [data[i:i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
-    header = {"ranges": [[tp.topic, tp.partition, s, e] for tp, (s, e) in sorted(ranges.items())], "chunks": len(chunks)}
+    header = {"ranges": [[tp.topic, tp.partition, s, e] for tp, (s, e) in sorted(ranges.items())],
+              "chunks": len(chunks)}
     writes: dict[bytes, bytes | None] = {HEADER_KEY: json.dumps(header, separators=(",", ":")).encode()}
     for i, chunk in enumerate(chunks):
         writes[chunk_key(i)] = chunk

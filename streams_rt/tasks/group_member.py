@@ -27,7 +27,7 @@ from streams_rt.rpc.messages import (
     JoinResponse,
     LeaveRequest,
     LeaveResponse,
-    Message,
+    Request,
     Response,
     SyncRequest,
     SyncResponse,
@@ -89,7 +89,7 @@ class TaskListener(Protocol):
 class GroupTransport(Protocol):
     """What the member needs of an RPC client (`streams_rt.rpc.GroupClient`)."""
 
-    def call(self, request: Message, response_cls: type[R], *, extra_timeout_s: float = 0.0) -> R: ...
+    def call(self, request: Request, response_cls: type[R], *, extra_timeout_s: float = 0.0) -> R: ...
 
     def close(self) -> None: ...
 
@@ -138,9 +138,9 @@ class GroupMember:
             CallbackKind.ASSIGNED: listener.on_tasks_assigned,
             CallbackKind.LOST: listener.on_tasks_lost,
         }
-        connect = connect or (lambda: GroupClient(config.coordinator_address))
-        self._client = connect()
-        self._hb_client = connect()
+        make: Callable[[], GroupTransport] = connect or (lambda: GroupClient(config.coordinator_address))
+        self._client = make()
+        self._hb_client = make()
         self.listener_metrics = ListenerMetrics()
         self._changed = threading.Condition()  # guards the core; notified after every event
         self._events: queue.SimpleQueue[tuple[Event, int]] = queue.SimpleQueue()  # heartbeat news
@@ -245,7 +245,7 @@ class GroupMember:
             elif isinstance(action, Backoff):
                 self._closing.wait(action.ms / 1000)
 
-    def _send(self, request: Message, response_cls: type[R], answered: Callable[[R], Event],
+    def _send(self, request: Request, response_cls: type[R], answered: Callable[[R], Event],
               extra_timeout_s: float = 0.0) -> list[Action]:
         try:
             response = self._client.call(request, response_cls, extra_timeout_s=extra_timeout_s)

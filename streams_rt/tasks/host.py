@@ -9,6 +9,7 @@ the coordinator, for each active task, its phase and committed positions."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -229,7 +230,7 @@ class TaskHost:
         except InputUnavailable as e:
             raise BatchError("UNAVAILABLE", str(e)) from None
         except StoreCorrupted as e:
-            self._state.call(lambda: self._reopen_corrupted(e))
+            self._state.call(functools.partial(self._reopen_corrupted, e))
             raise BatchError(Refusal.RESTORING.value, f"task {request.task}: {e}; restoring it") from None
         except Exception as e:  # the batch was rolled back; the caller sees why, the host goes on
             log.exception("task %s: batch failed", request.task)
@@ -368,7 +369,7 @@ class BatchServer(SecureFlightServer):
             return iter([json.dumps(self._host.status()).encode()])
         raise BatchError("INVALID", f"unknown action {action.type[:40]!r}; known: commit, status").to_flight()
 
-    def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
+    def action_types(self) -> list[tuple[str, str]]:
         return [("commit", "acknowledge a batch"), ("status", "the host's tasks")]
 
 

@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
             log.warning("the application was asked to shut down: stopping")
             break
         if host.failed:
-            log.error("stopping: %s", status.failure if status.state is MemberState.FAILED else "the state thread failed")
+            log.error("stopping: %s",
+                      status.failure if status.state is MemberState.FAILED else "the state thread failed")
             code = 2
             break
     host.close()

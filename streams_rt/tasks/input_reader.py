@@ -12,6 +12,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from streams_rt.kafka.records import offsets as record_offsets
 from streams_rt.protocol import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -140,7 +141,7 @@ class InputReader:
                   found: dict[TopicPartition, list[Message]]) -> None:
         """Records of the only assigned partition: cut at the range's end with one search."""
         (tp,) = self._next
-        offsets = list(map(Message.offset, messages))
+        offsets = record_offsets(messages)
         if tp not in pending:
             self._held.setdefault(tp, []).extend(messages)
             return

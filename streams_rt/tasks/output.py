@@ -15,7 +15,7 @@ from streams_rt.tasks.execution.nodes import SinkRecord
 from streams_rt.topology import Serde, Topology
 from streams_rt.topology.windows import WindowedSerde
 
-_SIMPLE = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64()}
+_SIMPLE: dict[str, pa.DataType] = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64()}
 TIMESTAMP = pa.timestamp("us", tz="UTC")  # Spark's TIMESTAMP
 _DDL = {pa.string(): "STRING", pa.int32(): "INT", pa.int64(): "BIGINT", pa.binary(): "BINARY", TIMESTAMP: "TIMESTAMP"}
 
@@ -60,7 +60,7 @@ class OutputSchema:
         return self.schema.empty_table()
 
     def to_batch(self, rows: Sequence[SinkRecord], task: str) -> pa.RecordBatch:
-        keys = [r[4] for r in rows] if self._key_type is not None else [r[1] for r in rows]
+        keys: list[Any] = [r[4] for r in rows] if self._key_type is not None else [r[1] for r in rows]
         values = [r[5] for r in rows] if self._value_type is not None else [r[2] for r in rows]
         if self._key_type is not None and pa.types.is_struct(self._key_type):
             keys = [None if k is None else {"key": k.key, "start": k.start * 1000, "end": k.end * 1000} for k in keys]

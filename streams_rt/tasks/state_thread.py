@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from streams_rt.state import StateUpdater, StoreCorrupted
 
@@ -33,7 +33,8 @@ class StateThread:
         self._updater = updater
         self._after_poll = after_poll
         self._on_corruption = on_corruption
-        self._commands: queue.SimpleQueue[tuple[Callable[[], object], Future[object]]] = queue.SimpleQueue()
+        # Each command with the future of its own result type: Any is the only type they share.
+        self._commands: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
         self._stopping = threading.Event()
         self.failure: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"streams-rt-{name}", daemon=True)
@@ -47,11 +48,11 @@ class StateThread:
             return command()
         if self._stopping.is_set():
             raise StateThreadStopped(f"the state thread has stopped ({self.failure or 'shut down'})")
-        future: Future[object] = Future()
+        future: Future[T] = Future()
         self._commands.put((command, future))
         while True:
             try:
-                return future.result(0.5 if timeout_s is None else timeout_s)  # type: ignore[return-value]
+                return future.result(0.5 if timeout_s is None else timeout_s)
             except TimeoutError:
                 if timeout_s is not None:
                     raise

@@ -5,7 +5,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 
-from streams_rt.protocol import LATEST_SUPPORTED_VERSION, OFFSET_SUM_RUNNING_ACTIVE, OFFSET_SUM_UNKNOWN, HostInfo, TaskId
+from streams_rt.protocol import (
+    LATEST_SUPPORTED_VERSION,
+    OFFSET_SUM_RUNNING_ACTIVE,
+    OFFSET_SUM_UNKNOWN,
+    HostInfo,
+    TaskId,
+)
 from streams_rt.protocol.assignment import decode_assignment
 from streams_rt.protocol.subscription import SubscriptionInfo
 from streams_rt.tasks.membership import ReceivedAssignment

@@ -102,8 +102,8 @@ class ActiveTask:
             return Admission(replay=True)
         starts = {tp: start for tp, (start, _) in ranges.items()}
         if starts != self.positions:
-            return Admission(refusal=Refusal.OUT_OF_ORDER,
-                             reason=f"task {self.task} is at {_fmt(self.positions)}, the batch starts at {_fmt(starts)}")
+            reason = f"task {self.task} is at {_fmt(self.positions)}, the batch starts at {_fmt(starts)}"
+            return Admission(refusal=Refusal.OUT_OF_ORDER, reason=reason)
         return Admission(run=True)
 
     def applied(self, ranges: Ranges) -> None:

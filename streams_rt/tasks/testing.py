@@ -132,7 +132,8 @@ class TopologyTestDriver:
         found = []
         for store in self._stores_named(name):
             assert isinstance(store, InMemoryWindowStore)
-            found += TypedWindowStore(store, definition.key_serde, definition.value_serde).fetch(key, time_from, time_to)
+            typed = TypedWindowStore(store, definition.key_serde, definition.value_serde)
+            found += typed.fetch(key, time_from, time_to)
         return sorted(found)
 
     def _stores_named(self, name: str) -> Iterator[StateStore]:

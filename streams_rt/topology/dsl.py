@@ -326,7 +326,8 @@ class TimeWindowedStream:
         self._grouped, self.windows = grouped, windows
 
     def count(self, store: str | None = None, retention_ms: int | None = None, in_memory: bool = False) -> KTable:
-        return self.aggregate(lambda: 0, lambda key, value, agg: agg + 1, store, Serdes.int64(), retention_ms, in_memory)
+        return self.aggregate(lambda: 0, lambda key, value, agg: agg + 1, store, Serdes.int64(), retention_ms,
+                              in_memory)
 
     def reduce(self, reducer: Callable[[Any, Any], Any], store: str | None = None, retention_ms: int | None = None,
                in_memory: bool = False) -> KTable:

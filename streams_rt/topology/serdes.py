@@ -6,7 +6,7 @@ rows, so Spark sees typed columns where the serde is known."""
 from __future__ import annotations
 
 import json
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeGuard, TypeVar
 
 T = TypeVar("T")
 
@@ -80,12 +80,12 @@ class StringSerde(Serde[str]):
         return list(map(str.encode, values))
 
     def deserialize_many(self, data: list[bytes | None]) -> list[Any]:
-        if None in data:
-            return super().deserialize_many(data)
-        try:
-            return list(map(bytes.decode, data))  # type: ignore[arg-type]
-        except UnicodeDecodeError:
-            return super().deserialize_many(data)  # raises, naming the byte
+        if _no_none(data):
+            try:
+                return list(map(bytes.decode, data))
+            except UnicodeDecodeError:
+                pass  # one by one below: that raises, naming the byte
+        return super().deserialize_many(data)
 
 
 class _FixedIntSerde(Serde[int]):
@@ -145,6 +145,10 @@ class JsonSerde(Serde[Any]):
             return json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise SerdeError(f"json serde: {e}") from None
+
+
+def _no_none(data: list[bytes | None]) -> TypeGuard[list[bytes]]:
+    return None not in data
 
 
 class Serdes:

@@ -156,7 +156,8 @@ class Topology:
                 if missing:
                     raise TopologyError(node.name, f"source topic(s) {missing} do not exist")
         counts: dict[str, int] = {t: partitions[t] for t in self.external_source_topics()}
-        written_by = {s.topic: self.subtopology_of(s.name) for s in self.nodes if isinstance(s, SinkNode) and s.internal}
+        written_by = {s.topic: self.subtopology_of(s.name) for s in self.nodes
+                      if isinstance(s, SinkNode) and s.internal}
         for _ in range(len(self.subtopologies) + 1):  # repartition chains resolve upstream first
             for topic, writer in written_by.items():
                 upstream = [counts.get(t) for s in writer.sources for t in s.topics]

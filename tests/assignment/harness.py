@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 
 from streams_rt.assignment import (
@@ -244,10 +244,12 @@ def check_invariants(
         acceptable = configs.acceptable_recovery_lag
         for t in end:
             on = runner.get(t, owners.get(t))
-            hot = [s.process_id for s in subs if s.process_id != on and caught_up(s, t, end[t], acceptable, owners.get(t))]
+            hot = [s.process_id for s in subs
+                   if s.process_id != on and caught_up(s, t, end[t], acceptable, owners.get(t))]
             holders = [pid for pid, a in result.clients.items() if t in a.standby]
             if hot:
-                assert any(p in hot for p in holders), f"{t}: no caught-up standby on {holders}, though {hot} are caught up"
+                assert any(p in hot for p in holders), \
+                    f"{t}: no caught-up standby on {holders}, though {hot} are caught up"
     settled = not result.followup_rebalance and result.probing_rebalance_at_ms is None
     # Tag spread: once nothing waits, with one tag key, a task's active and standbys use as many
     # distinct values as they can (each replica in an unused zone while one is left).
@@ -355,7 +357,8 @@ def check_balance(
     n_stateful = sum(1 for t in tasks if t in end)
     for pid, load in stateful.items():
         lo, hi = n_stateful * cap[pid] // total_cap, -(-n_stateful * cap[pid] // total_cap)
-        assert lo <= len(load) <= hi, f"{pid} (capacity {cap[pid]}) runs {len(load)} stateful tasks, share is {lo}..{hi}"
+        assert lo <= len(load) <= hi, \
+            f"{pid} (capacity {cap[pid]}) runs {len(load)} stateful tasks, share is {lo}..{hi}"
     per_thread = {pid: len(a.active) / cap[pid] for pid, a in result.clients.items()}
     for giver, given in stateless.items():
         if given:
@@ -365,10 +368,11 @@ def check_balance(
                     f"{taker} (capacity {cap[taker]}, {len(a.active)} actives) should take a stateless task from "
                     f"{giver} (capacity {cap[giver]}, {len(result.clients[giver].active)} actives)"
                 )
-    for pool, part, whole in (
+    pools: list[tuple[Mapping[uuid.UUID, Set[TaskId]], Callable[[uuid.UUID], int], int]] = [
         (stateful, lambda pid: cap[pid], total_cap),
         (stateless, lambda pid: len(stateless[pid]), len(tasks) - n_stateful),
-    ):
+    ]
+    for pool, part, whole in pools:
         subtopologies = Counter((t.topology_name, t.subtopology) for held in pool.values() for t in held)
         for pid, held in pool.items():
             for sub, count in Counter((t.topology_name, t.subtopology) for t in held).items():

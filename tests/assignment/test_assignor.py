@@ -4,6 +4,7 @@ KIP-441 warm-ups and probing, standby placement, and the constrained linear pass
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -29,7 +30,7 @@ A, B, C, D = (uuid.UUID(int=i) for i in (1, 2, 3, 4))
 T = [TaskId(0, p) for p in range(4)]
 
 
-def running(pid: uuid.UUID, tasks: list[TaskId], generation: int = 1, **kw) -> ClientState:  # noqa: ANN003
+def running(pid: uuid.UUID, tasks: list[TaskId], generation: int = 1, **kw: Any) -> ClientState:
     return ClientState(
         pid,
         owned_active={t: generation for t in tasks},
@@ -254,7 +255,7 @@ def test_rack_aware_standbys_even_out_within_a_zone_after_a_client_joins_it() ->
     tasks = [TaskId(s, p) for s in range(6) for p in range(20)]
     end = {t: 0 for t in tasks}
     configs = AssignmentConfigs(num_standby_replicas=1, rack_aware_assignment_tags=("zone",))
-    zones = dict(zip((uuid.UUID(int=i + 1) for i in range(12)), "aaaaaabbbbcc"))
+    zones = dict(zip((uuid.UUID(int=i + 1) for i in range(12)), "aaaaaabbbbcc", strict=True))
     states = [ClientState(pid, tags={"zone": z}) for pid, z in zones.items()]
     r = assign(tasks, states, end, configs, EAGER, 0)
     new = uuid.UUID(int=99)
@@ -284,7 +285,7 @@ def test_linear_pass_moves_no_more_than_the_general_path(n: int, n_tasks: int, d
     owner = [data.draw(st.integers(NO_OWNER, n - 1)) for _ in range(n_tasks)]
     tasks = [TaskId(0, p) for p in range(n_tasks)]
     clients = [
-        ClientState(uuid.UUID(int=c + 1), owned_active={t: 1 for t, o in zip(tasks, owner) if o == c})
+        ClientState(uuid.UUID(int=c + 1), owned_active={t: 1 for t, o in zip(tasks, owner, strict=True) if o == c})
         for c in range(n)
     ]
     inputs = number_round(tasks, clients, {t: 0 for t in tasks}, (), AssignmentConfigs())

@@ -6,8 +6,8 @@ Every round is checked against the invariants; every failure names the seed (rep
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 import random
+from collections.abc import Callable
 
 import pytest
 

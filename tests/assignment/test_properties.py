@@ -15,11 +15,18 @@ from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, OFFSET_SUM_UNKNOWN, T
 
 from .harness import check_invariants
 
+# A drawn group: tasks, clients, end offsets, configs, protocol, stateless tasks.
+Group = tuple[list[TaskId], list[ClientState], dict[TaskId, int], AssignmentConfigs, RebalanceProtocol, set[TaskId]]
+# A drawn steady group: tasks, stateless tasks, each client's (capacity, tags), configs, protocol.
+SteadyGroup = tuple[
+    list[TaskId], set[TaskId], dict[uuid.UUID, tuple[int, dict[str, str]]], AssignmentConfigs, RebalanceProtocol
+]
+
 SETTINGS = settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite
-def groups(draw: st.DrawFn) -> tuple:
+def groups(draw: st.DrawFn) -> Group:
     n_sub = draw(st.integers(1, 3))
     tasks = [TaskId(s, p) for s in range(n_sub) for p in range(draw(st.integers(1, 8)))]
     n_clients = draw(st.integers(1, 8))
@@ -64,7 +71,7 @@ def groups(draw: st.DrawFn) -> tuple:
 
 @SETTINGS
 @given(groups(), st.randoms(use_true_random=False))
-def test_every_round_satisfies_invariants_and_is_order_independent(group: tuple, rnd: random.Random) -> None:
+def test_every_round_satisfies_invariants_and_is_order_independent(group: Group, rnd: random.Random) -> None:
     tasks, clients, end, configs, protocol, stateless = group
     result = assign(tasks, clients, end, configs, protocol, 1_000, stateless=stateless)
     check_invariants(tasks, clients, end, configs, protocol, result)
@@ -79,7 +86,7 @@ def test_every_round_satisfies_invariants_and_is_order_independent(group: tuple,
 
 
 @st.composite
-def steady_groups(draw: st.DrawFn) -> tuple:
+def steady_groups(draw: st.DrawFn) -> SteadyGroup:
     """Groups with every lag 0, some stateless tasks and rack tags, whose fresh assignment is fed back:
     the assignor must then be a fixpoint (a stable assignment reshuffles nothing, standbys included)."""
     tasks = [TaskId(s, p) for s in range(draw(st.integers(1, 4))) for p in range(draw(st.integers(1, 10)))]
@@ -96,7 +103,7 @@ def steady_groups(draw: st.DrawFn) -> tuple:
 
 @SETTINGS
 @given(steady_groups())
-def test_unchanged_group_gets_the_same_assignment(group: tuple) -> None:
+def test_unchanged_group_gets_the_same_assignment(group: SteadyGroup) -> None:
     tasks, stateless, clients, configs, protocol = group
     end = {t: 0 for t in tasks if t not in stateless}
     fresh = [ClientState(p, c, tags=tags) for p, (c, tags) in clients.items()]

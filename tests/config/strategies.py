@@ -10,9 +10,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from streams_rt.config.keys import ConfigKey
+from streams_rt.config.keys import ConfigKey, LessThan, SetTogether
 from streams_rt.config.registry import BY_NAME, RULES
-from streams_rt.config.keys import LessThan, SetTogether
 from streams_rt.config.values import (
     Boolean,
     Choice,
@@ -26,7 +25,6 @@ from streams_rt.config.values import (
     Text,
     ValueType,
 )
-
 
 
 class Setter:
@@ -65,7 +63,8 @@ def valid(value_type: ValueType[Any]) -> st.SearchStrategy[Any]:
         numbers = st.integers(low, high) | st.sampled_from(value_type.also or (low,))
         if isinstance(value_type, Duration):
             longest = datetime.timedelta.max // datetime.timedelta(milliseconds=1)
-            return numbers | numbers.filter(lambda ms: ms <= longest).map(lambda ms: datetime.timedelta(milliseconds=ms))
+            durations = numbers.filter(lambda ms: ms <= longest).map(lambda ms: datetime.timedelta(milliseconds=ms))
+            return numbers | durations
         return numbers
     if isinstance(value_type, Choice):
         spelled = st.sampled_from(value_type.choices)

@@ -30,8 +30,8 @@ def test_the_entry_point_refuses_to_run_without_saying_what_to_print() -> None:
 
 def test_every_key_and_prefix_is_on_the_page_in_its_section() -> None:
     page = render()
-    sections = {line.removeprefix("## "): index for index, line in enumerate(page.splitlines()) if line.startswith("## ")}
     lines = page.splitlines()
+    sections = {line.removeprefix("## "): index for index, line in enumerate(lines) if line.startswith("## ")}
     for key in KEYS:
         row = next(i for i, line in enumerate(lines) if line.startswith(f"| `{key.name}` |"))
         section = max((index, title) for title, index in sections.items() if index < row)[1]

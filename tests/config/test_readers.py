@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from streams_rt.config import KEYS, ConfigKey
-from streams_rt.config import registry
+from streams_rt.config import KEYS, ConfigKey, registry
 from streams_rt.config.registry import BY_DEPRECATED_NAME, BY_NAME
 
 PACKAGE = Path(__file__).resolve().parents[2] / "streams_rt"

@@ -20,9 +20,9 @@ from streams_rt.config import (
     ConfigKey,
     KafkaClient,
     StreamsConfig,
+    registry,
     resolve,
 )
-from streams_rt.config import registry
 from streams_rt.config.keys import Required
 from streams_rt.config.registry import (
     BY_NAME,
@@ -110,7 +110,8 @@ def test_string_and_python_forms_parse_to_the_same_value(key: ConfigKey[Any], da
 
 
 def test_numbers_and_durations_parse_from_strings_and_timedeltas() -> None:
-    config = resolve({**BASE, "num.standby.replicas": " 2 ", "probing.rebalance.interval.ms": datetime.timedelta(minutes=5),
+    config = resolve({**BASE, "num.standby.replicas": " 2 ",
+                      "probing.rebalance.interval.ms": datetime.timedelta(minutes=5),
                       "rack.aware.assignment.tags": "zone, rack", "state.dir": Path("/var/lib/x")})
     assert config.get("num.standby.replicas") == 2
     assert config.get("probing.rebalance.interval.ms") == 300_000
@@ -160,7 +161,8 @@ def test_every_validation_refuses_with_one_line_naming_the_key(key: ConfigKey[An
         ({"rack.aware.assignment.tags": "a,,b"},
          "rack.aware.assignment.tags element '' must be non-empty, without ',', got 'a,,b'"),
         ({"upgrade.from": 2.3}, "upgrade.from must be a string, got 2.3"),
-        ({"heartbeat.interval.ms": 45_000}, "heartbeat.interval.ms must be lower than session.timeout.ms, got 45000 >= 45000"),
+        ({"heartbeat.interval.ms": 45_000},
+         "heartbeat.interval.ms must be lower than session.timeout.ms, got 45000 >= 45000"),
         ({"group.instance.id": "host 1"},
          "group.instance.id must be ASCII letters, digits, '.', '_' and '-', got 'host 1'"),
     ],
@@ -315,7 +317,7 @@ def test_the_resolved_config_is_immutable_and_keeps_the_originals() -> None:
     with pytest.raises(TypeError):
         cast(dict[str, object], config.originals)["x"] = 1
     with pytest.raises(AttributeError):
-        setattr(config, "values", {})
+        config.values = {}  # type: ignore[misc]  # what the types forbid fails at run time too
 
 
 def test_asking_for_an_unregistered_key_is_a_bug_not_a_default() -> None:

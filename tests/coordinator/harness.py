@@ -3,6 +3,7 @@ processes (tests/coordinator/member_host.py) speaking real Flight RPC."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -12,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow.flight as flight
 
@@ -22,6 +23,9 @@ from streams_rt.coordinator.state_store import StateStore
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.protocol import TaskId
 from streams_rt.rpc.settings import ControlPlaneSettings
+from streams_rt.rpc.transport import call_options
+
+T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = frozenset(TaskId(s, p) for s in (0, 1) for p in range(6))
@@ -54,10 +58,10 @@ class GatedPlanner(StreamsRoundPlanner):
 def authenticated(coordinator: Coordinator) -> flight.FlightCallOptions:
     """Call options of a raw Flight client that carries the coordinator's secret."""
     assert coordinator.secret is not None
-    return flight.FlightCallOptions(headers=coordinator.secret.call_headers())
+    return call_options(None, coordinator.secret.call_headers())
 
 
-def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
+def wait_until(predicate: Callable[[], T | None], timeout_s: float, what: str) -> T:
     """Poll until predicate() is truthy; fail naming what we waited for (no timing assertions)."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -109,7 +113,8 @@ class HostFactory:
         port, and get its secret in their environment, as the driver hands it to the hosts it starts."""
         self.address = coordinator.address
         self.app = coordinator.config.application_id
-        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(coordinator.secret.environment() if coordinator.secret else {})}
+        secret = coordinator.secret.environment() if coordinator.secret else {}
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **secret}
         self.tmp = tmp
         self.hosts: list[Host] = []
 
@@ -172,9 +177,8 @@ def hosts_at(hosts: list[Host], generation: int, timeout_s: float = 30) -> dict[
     """Wait until each host's log reports it is stable at `generation`; returns those log entries."""
 
     def reported() -> dict[str, dict[str, Any]] | None:
-        got = {h.name: h.last_stable() for h in hosts}
-        ok = all(s is not None and s["generation"] == generation for s in got.values())
-        return got if ok else None  # type: ignore[return-value]
+        stable = {h.name: s for h in hosts if (s := h.last_stable()) is not None and s["generation"] == generation}
+        return stable if len(stable) == len(hosts) else None
 
     return wait_until(reported, timeout_s, f"hosts {[h.name for h in hosts]} to report generation {generation}")
 
@@ -217,7 +221,7 @@ def ownership_overlaps(hosts: list[Host]) -> list[str]:
     problems = []
     for t, ss in spans.items():
         ss.sort()
-        for (s1, e1, h1), (s2, e2, h2) in zip(ss, ss[1:]):
+        for (_, e1, h1), (s2, _, h2) in itertools.pairwise(ss):
             if s2 < e1:
                 problems.append(f"task {t}: {h1} held it until {e1:.3f} but {h2} from {s2:.3f}")
     return problems

@@ -18,7 +18,7 @@ import uuid
 
 from streams_rt.assignment import RebalanceProtocol
 from streams_rt.protocol import LATEST_SUPPORTED_VERSION, TaskId
-from streams_rt.tasks.group_member import GroupMember
+from streams_rt.tasks.group_member import GroupMember, MemberStatus
 from streams_rt.tasks.membership import GroupRefused, MemberConfig, MemberState
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
 from tests.coordinator.future_codec import FUTURE_VERSION, FutureMemberCodec
@@ -131,7 +131,10 @@ def main() -> int:
     out.write("started", pid=str(pid))
     last = None
     while not stop.is_set():
-        m = member.wait_for(lambda s: s.state is not MemberState.STABLE or (s.generation, s.used_version) != last, 0.2)
+        def changed(s: MemberStatus, last: tuple[int, int] | None = last) -> bool:
+            return s.state is not MemberState.STABLE or (s.generation, s.used_version) != last
+
+        m = member.wait_for(changed, 0.2)
         if m is None:
             continue
         if m.state is MemberState.FAILED:

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
-from streams_rt.rpc.messages import RequestShutdownRequest, RequestShutdownResponse
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.coordinator.user_data import AssignmentContent
 from streams_rt.protocol import AssignorError, RebalanceProtocol
 from streams_rt.rpc.client import GroupClient
+from streams_rt.rpc.messages import RequestShutdownRequest, RequestShutdownResponse
 from tests.coordinator.harness import TASKS, TEST_SETTINGS, Host, HostFactory, settled, wait_until
 
 COOPERATIVE = RebalanceProtocol.COOPERATIVE

@@ -33,11 +33,11 @@ def applied(out: RoundOutcome) -> RoundOutcome:
     return out
 
 
-def active(out, mid: str) -> set[TaskId]:  # type: ignore[no-untyped-def]
+def active(out: RoundOutcome, mid: str) -> set[TaskId]:
     return set(decode_assignment(out.assignments[mid].user_data).active_tasks)
 
 
-def run(delay_ms: int):  # type: ignore[no-untyped-def]
+def run(delay_ms: int) -> tuple[StreamsRoundPlanner, RoundOutcome, dict[str, Member]]:
     planner = StreamsRoundPlanner([T0, T1, T2, T3], changelog_end_offsets=lambda: ENDS,
                                   scheduled_rebalance_max_delay_ms=delay_ms)
     first = applied(planner({
@@ -103,5 +103,6 @@ def test_the_planner_and_the_assignor_share_one_caught_up_rule(end: int | None, 
         tasks = [T0]
         sums = [{} if offset_sum is None else {T0: offset_sum}, {}]
         owner = [1 if offset_sum == -2 else NO_OWNER]  # the assignor counts a running task via ownership
-        lags = Lags(tasks, [end], sums, [frozenset(), frozenset()], {t: i for i, t in enumerate(tasks)}, owner, [[], []], 10_000)
+        index = {t: i for i, t in enumerate(tasks)}
+        lags = Lags(tasks, [end], sums, [frozenset(), frozenset()], index, owner, [[], []], 10_000)
         assert lags.caught_up(0, 1 if offset_sum == -2 else 0) is caught_up

@@ -8,7 +8,14 @@ from pathlib import Path
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
-from tests.coordinator.harness import TASKS, TEST_SETTINGS, HostFactory, assert_single_owners, ownership_overlaps, settled
+from tests.coordinator.harness import (
+    TASKS,
+    TEST_SETTINGS,
+    HostFactory,
+    assert_single_owners,
+    ownership_overlaps,
+    settled,
+)
 
 HOST_ARGS = ("--upgrade-from", "2.3", "--session-ms", "4000", "--max-poll-ms", "8000")
 

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 
 import pytest
 
-from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.coordinator.group import Group, GroupState, Member, MemberAssignment, PendingRound, RoundOutcome
 from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
 from streams_rt.protocol import RebalanceProtocol
+from streams_rt.rpc.errors import GroupError, GroupErrorException
 
 SESSION, REBALANCE = 1000, 3000
 COOPERATIVE = RebalanceProtocol.COOPERATIVE
@@ -49,9 +49,14 @@ def assigner() -> RecordingAssigner:
 
 
 @pytest.fixture
-def group(assigner: RecordingAssigner) -> Group:
+def observer() -> Observer:
+    return Observer()
+
+
+@pytest.fixture
+def group(assigner: RecordingAssigner, observer: Observer) -> Group:
     counter = iter(range(1000))
-    return Group("app", assigner, observer=Observer(), new_member_id=lambda inst: f"{inst or 'm'}-{next(counter)}")
+    return Group("app", assigner, observer=observer, new_member_id=lambda inst: f"{inst or 'm'}-{next(counter)}")
 
 
 def join(group: Group, now: int, member_id: str = "", instance: str | None = None) -> str:
@@ -85,7 +90,8 @@ def test_first_member_forms_generation_one(group: Group) -> None:
     group.heartbeat(member_id=mid, instance_id=None, generation=1, now_ms=10)
 
 
-def test_new_member_makes_existing_members_rejoin_and_generation_increase(group: Group, assigner: RecordingAssigner) -> None:
+def test_new_member_makes_existing_members_rejoin_and_generation_increase(group: Group,
+                                                                          assigner: RecordingAssigner) -> None:
     a = join(group, 0)
     b = join(group, 10)
     assert group.state is GroupState.PREPARING_REBALANCE
@@ -127,7 +133,7 @@ def test_session_timeout_removes_silent_member_and_rebalances(group: Group) -> N
     assert group.generation == gen + 1 and list(group.members) == [a]
 
 
-def test_rebalance_timeout_removes_member_that_does_not_rejoin(group: Group) -> None:
+def test_rebalance_timeout_removes_member_that_does_not_rejoin(group: Group, observer: Observer) -> None:
     a, b = stable_group_of(group, 2)
     c = join(group, 100)
     join(group, 100, a)
@@ -140,7 +146,7 @@ def test_rebalance_timeout_removes_member_that_does_not_rejoin(group: Group) -> 
         group.tick(t)
     group.tick(100 + REBALANCE)
     assert sorted(group.members) == sorted([a, c]) and group.state is GroupState.STABLE
-    assert group._observer.failed  # type: ignore[union-attr]
+    assert observer.failed
 
 
 def test_leave_rebalances_and_last_leave_empties(group: Group) -> None:
@@ -179,14 +185,14 @@ def test_scheduled_rebalance_starts_a_round(group: Group, assigner: RecordingAss
     assert group.state is GroupState.PREPARING_REBALANCE
 
 
-def test_round_latency_is_reported_when_last_member_fetched(group: Group) -> None:
+def test_round_latency_is_reported_when_last_member_fetched(group: Group, observer: Observer) -> None:
     a = join(group, 0)
     group.sync(member_id=a, instance_id=None, known_generation=-1, now_ms=3)
     b = join(group, 10)
     join(group, 15, a)
     group.sync(member_id=a, instance_id=None, known_generation=1, now_ms=20)
     group.sync(member_id=b, instance_id=None, known_generation=-1, now_ms=42)
-    assert group._observer.completed == [(1, 3), (2, 32)]  # type: ignore[union-attr]
+    assert observer.completed == [(1, 3), (2, 32)]
 
 
 def test_invalid_transition_is_an_assertion() -> None:
@@ -448,8 +454,9 @@ def test_a_failed_assignor_fails_the_round_for_everyone_and_is_counted() -> None
     def broken(members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
         raise RuntimeError("bug with a long message " + "x" * 10_000)
 
-    g = Group("app", broken, observer=Observer())
+    observer = Observer()
+    g = Group("app", broken, observer=observer)
     a = join(g, 0)
     got = g.sync(member_id=a, instance_id=None, known_generation=-1, now_ms=1)
     assert got is not None and got.assignor_error == 3 and "RuntimeError" in got.message and len(got.message) < 200
-    assert g._observer.failed == [1]  # type: ignore[union-attr]
+    assert observer.failed == [1]

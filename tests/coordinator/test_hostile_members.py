@@ -41,7 +41,8 @@ def edge_text(edges: list[str], max_size: int = 10) -> st.SearchStrategy[str]:
 # Endpoints: most are writable (some only just: the longest host, the extreme ports), some are not.
 writable_endpoints = st.builds(
     lambda host, port: f"{host}:{port}",
-    st.sampled_from(["h", "::1", "[::1]", "h:1", "\0", "é" * 32_767, "x" * 65_535, "主机"]) | st.text(min_size=1, max_size=10),
+    st.sampled_from(["h", "::1", "[::1]", "h:1", "\0", "é" * 32_767, "x" * 65_535, "主机"])
+    | st.text(min_size=1, max_size=10),
     st.sampled_from([1, 65_535]) | st.integers(1, 65_535),
 )
 unwritable_endpoints = edge_text(["h:", ":1", "h:0", "h:65536", "h:-1", "h:+1", "h: 1", "h:1_0", "h:2147483653",
@@ -50,7 +51,8 @@ endpoints = st.one_of(st.none(), writable_endpoints, writable_endpoints, unwrita
 tasks = st.one_of(
     st.sampled_from(sorted(TASKS)),
     st.builds(lambda s, p: TaskId(s, p), edge_ints(*INT32), edge_ints(*INT32)),
-    st.builds(lambda s, p, name: TaskId(s, p, name), st.integers(0, 1), st.integers(0, 5), st.text(min_size=1, max_size=5)),
+    st.builds(lambda s, p, name: TaskId(s, p, name), st.integers(0, 1), st.integers(0, 5),
+              st.text(min_size=1, max_size=5)),
 )
 offset_sums = st.one_of(st.sampled_from([-2, -3, 0, 10_000]), edge_ints(*INT64))
 
@@ -121,9 +123,8 @@ class GoodMember:
 
     def join(self, instance_id: str | None) -> None:
         user_data = SubscriptionInfo.for_version(11, self.process_id, user_endpoint="good:8080").encode()
-        resp = self.client.call(
-            JoinRequest("app", "", "COOPERATIVE", user_data, 10_000, 10_000, group_instance_id=instance_id), JoinResponse
-        )
+        request = JoinRequest("app", "", "COOPERATIVE", user_data, 10_000, 10_000, group_instance_id=instance_id)
+        resp = self.client.call(request, JoinResponse)
         resp.raise_for_error()
         self.member_id = resp.member_id
 

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import uuid
 
-from streams_rt.rpc.errors import GroupError
-from streams_rt.rpc.messages import HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse, SyncRequest, SyncResponse
 from streams_rt.coordinator.service import Coordinator
 from streams_rt.rpc.client import GroupClient
+from streams_rt.rpc.errors import GroupError
+from streams_rt.rpc.messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinRequest,
+    JoinResponse,
+    SyncRequest,
+    SyncResponse,
+)
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
 from tests.coordinator.harness import (
     HostFactory,
@@ -37,13 +44,16 @@ def test_fourth_host_joins_and_only_moved_tasks_are_revoked(coordinator: Coordin
     for h in group:
         new_events = h.events()[marks[h.name]:]
         revoked = {t for e in new_events if e["event"] == "revoked" for t in e["tasks"]}
-        kept = set(h.last_stable()["active"])
+        stable = h.last_stable()
+        assert stable is not None
+        kept = set(stable["active"])
         assert not revoked & kept, f"{h.name} revoked tasks it kept: {sorted(revoked & kept)}"
         assert revoked <= owned_before[h.name]
         assert not [e for e in new_events if e["event"] == "lost"]
         # KIP-429: assigned is called every round, even when empty.
         assert [e for e in new_events if e["event"] == "assigned"]
-    assert d.last_stable()["active"], "the new host got no tasks"
+    d_stable = d.last_stable()
+    assert d_stable is not None and d_stable["active"], "the new host got no tasks"
     assert all(e["event"] != "revoked" for e in d.events())
     assert not ownership_overlaps(hosts.hosts)
 
@@ -67,7 +77,10 @@ def test_static_member_restart_within_session_timeout_does_not_rebalance(
     coordinator: Coordinator, hosts: HostFactory
 ) -> None:
     pids = {n: str(uuid.uuid4()) for n in ("a", "b", "c")}
-    args = lambda n: ("--instance-id", n, "--process-id", pids[n], "--session-ms", "8000")  # noqa: E731
+
+    def args(n: str) -> tuple[str, ...]:
+        return ("--instance-id", n, "--process-id", pids[n], "--session-ms", "8000")
+
     group = [hosts.start(n, *args(n)) for n in ("a", "b", "c")]
     before = wait_until(lambda: converged(coordinator, 3), CONVERGE_S, "3 static hosts to converge")
     b_tasks = hosts_at(group, before["generation"])["b"]["active"]

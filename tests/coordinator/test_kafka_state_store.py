@@ -8,12 +8,13 @@ import pytest
 
 from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
 from streams_rt.coordinator.state_store import CoordinatorSnapshot
+from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.protocol import RebalanceProtocol
 
 pytestmark = pytest.mark.broker
 
 
-def test_last_generation_survives_a_new_store_instance(kafka_broker) -> None:  # type: ignore[no-untyped-def]
+def test_last_generation_survives_a_new_store_instance(kafka_broker: BrokerInfo) -> None:
     from streams_rt.coordinator.kafka_state_store import KafkaStateStore
 
     app = f"coord-{uuid.uuid4().hex[:8]}"
@@ -28,7 +29,7 @@ def test_last_generation_survives_a_new_store_instance(kafka_broker) -> None:  #
     again.close()
 
 
-def test_members_survive_a_new_store_instance(kafka_broker) -> None:  # type: ignore[no-untyped-def]
+def test_members_survive_a_new_store_instance(kafka_broker: BrokerInfo) -> None:
     from streams_rt.coordinator.kafka_state_store import KafkaStateStore
 
     app = f"coord-{uuid.uuid4().hex[:8]}"

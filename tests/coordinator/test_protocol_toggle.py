@@ -4,21 +4,23 @@ starts a round, and no task ever has two holders."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow.flight as flight
 
-from streams_rt.rpc.errors import GroupError
-from streams_rt.rpc.messages import SetProtocolRequest, SetProtocolResponse
 from streams_rt.coordinator.service import Coordinator
 from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.client import GroupClient
+from streams_rt.rpc.errors import GroupError
+from streams_rt.rpc.messages import SetProtocolRequest, SetProtocolResponse
 from tests.coordinator.harness import Host, HostFactory, authenticated, ownership_overlaps, settled_now, wait_until
 
 
-def settled_as(coordinator: Coordinator, hosts: list[Host], protocol: str) -> dict:
+def settled_as(coordinator: Coordinator, hosts: list[Host], protocol: str) -> dict[str, Any]:
     """Settled, with the group on `protocol` and every host behaving accordingly."""
     eager = protocol == "EAGER"
 
-    def check() -> dict | None:
+    def check() -> dict[str, Any] | None:
         d = settled_now(coordinator, hosts)
         ok = d and d["protocol"] == protocol and all(s["eager"] is eager for s in d["hosts"].values())
         return d if ok else None

@@ -4,12 +4,13 @@ no task ever has two owners."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
-from streams_rt.coordinator.state_store import FileStateStore
+from streams_rt.coordinator.state_store import FileStateStore, StateStore
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from tests.coordinator.harness import TASKS, TEST_SETTINGS, HostFactory, ownership_overlaps, restart, settled
 
@@ -18,7 +19,7 @@ HOST_ARGS = ("--session-ms", "4000", "--max-poll-ms", "8000")
 
 
 @pytest.fixture(params=["file", pytest.param("kafka", marks=pytest.mark.broker)])
-def app_and_store(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+def app_and_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, StateStore]]:
     app = f"app-{uuid.uuid4().hex[:8]}"
     if request.param == "file":
         yield app, FileStateStore(tmp_path / "coordinator.json")
@@ -30,7 +31,8 @@ def app_and_store(request: pytest.FixtureRequest, tmp_path: Path):  # type: igno
     kafka.close()
 
 
-def test_coordinator_restart_keeps_members_and_their_tasks(tmp_path: Path, app_and_store) -> None:  # type: ignore[no-untyped-def]
+def test_coordinator_restart_keeps_members_and_their_tasks(tmp_path: Path,
+                                                          app_and_store: tuple[str, StateStore]) -> None:
     """The restarted coordinator recognises the hosts that come back: they keep their tasks (no
     `lost`), the generation goes on increasing, and a host killed while the driver was down is
     dropped after its session timeout, its tasks moving to the others. No task ever has two holders."""

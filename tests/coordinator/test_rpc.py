@@ -8,9 +8,12 @@ from collections.abc import Iterator, Mapping
 import pyarrow.flight as flight
 import pytest
 
-from streams_rt.rpc.errors import GroupError
 from streams_rt.coordinator.errors import SubscriptionRejected
 from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
+from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
+from streams_rt.protocol import RebalanceProtocol
+from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
+from streams_rt.rpc.errors import GroupError
 from streams_rt.rpc.messages import (
     DescribeRequest,
     DescribeResponse,
@@ -25,9 +28,6 @@ from streams_rt.rpc.messages import (
     SyncRequest,
     SyncResponse,
 )
-from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
-from streams_rt.protocol import RebalanceProtocol
-from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
 from tests.coordinator.harness import TEST_SETTINGS, authenticated
 
 COOPERATIVE = RebalanceProtocol.COOPERATIVE
@@ -112,10 +112,14 @@ def test_malformed_user_data_gets_that_member_an_assignor_error(client: GroupCli
         (b"not json", "not UTF-8 JSON"),
         (b"[1]", "JSON object"),
         (b'{"group_id": "app"}', "missing field"),
-        (b'{"group_id":"app","member_id":"","protocol":"X","user_data":"","session_timeout_ms":1,"rebalance_timeout_ms":1}', "protocol"),
-        (b'{"group_id":"app","member_id":"","protocol":"EAGER","user_data":"!!","session_timeout_ms":1,"rebalance_timeout_ms":1}', "base64"),
-        (b'{"group_id":"app","member_id":"","protocol":"EAGER","user_data":"","session_timeout_ms":"1","rebalance_timeout_ms":1}', "integer"),
-        (b'{"group_id":"app","member_id":"","protocol":"EAGER","user_data":"","session_timeout_ms":1,"rebalance_timeout_ms":1,"x":1}', "unknown fields"),
+        (b'{"group_id":"app","member_id":"","protocol":"X","user_data":"",'
+         b'"session_timeout_ms":1,"rebalance_timeout_ms":1}', "protocol"),
+        (b'{"group_id":"app","member_id":"","protocol":"EAGER","user_data":"!!",'
+         b'"session_timeout_ms":1,"rebalance_timeout_ms":1}', "base64"),
+        (b'{"group_id":"app","member_id":"","protocol":"EAGER","user_data":"",'
+         b'"session_timeout_ms":"1","rebalance_timeout_ms":1}', "integer"),
+        (b'{"group_id":"app","member_id":"","protocol":"EAGER","user_data":"",'
+         b'"session_timeout_ms":1,"rebalance_timeout_ms":1,"x":1}', "unknown fields"),
     ],
 )
 def test_bad_requests_get_invalid_request(coordinator: Coordinator, body: bytes, why: str) -> None:

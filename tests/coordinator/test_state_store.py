@@ -22,7 +22,8 @@ def test_file_store_round_trips_members(tmp_path: Path) -> None:
 
 
 def test_a_snapshot_without_members_reads_as_empty() -> None:
-    assert CoordinatorSnapshot.from_json(b'{"application_id":"app","generation":4}') == CoordinatorSnapshot("app", GroupRecord(4))
+    snapshot = CoordinatorSnapshot.from_json(b'{"application_id":"app","generation":4}')
+    assert snapshot == CoordinatorSnapshot("app", GroupRecord(4))
 
 
 @pytest.mark.parametrize("data", [b"{", b"[]", b'{"application_id":"app","generation":"4"}',

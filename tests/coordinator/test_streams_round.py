@@ -8,11 +8,11 @@ import uuid
 import pytest
 
 from streams_rt.assignment import AssignmentConfigs, ClientAssignment
-from streams_rt.coordinator.protocol_policy import ProtocolPolicy
-from streams_rt.coordinator.group import Member, MemberAssignment
-from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.coordinator.errors import SubscriptionRejected
+from streams_rt.coordinator.group import Member, MemberAssignment
+from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner, enforce_handoff
+from streams_rt.coordinator.user_data import DecodedSubscription, StreamsUserDataCodec
 from streams_rt.protocol import (
     NO_NEXT_REBALANCE,
     AssignorError,
@@ -22,8 +22,8 @@ from streams_rt.protocol import (
     TopicPartition,
     decode_assignment,
 )
-from streams_rt.coordinator.user_data import DecodedSubscription, StreamsUserDataCodec
 from streams_rt.protocol.subscription import SubscriptionInfo
+from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
 
 T = [TaskId(0, p) for p in range(6)]
@@ -45,10 +45,10 @@ FUTURE = DecodedSubscription(12, 12, None)
 
 
 def member(
-    mid: str, s: object, protocol: RebalanceProtocol = COOPERATIVE, gen: int | None = None,
-    tasks: ClientAssignment | None = None,
+    mid: str, s: SubscriptionInfo | DecodedSubscription, protocol: RebalanceProtocol = COOPERATIVE,
+    gen: int | None = None, tasks: ClientAssignment | None = None,
 ) -> Member:
-    d = s if isinstance(s, DecodedSubscription) else dec(s)  # type: ignore[arg-type]
+    d = s if isinstance(s, DecodedSubscription) else dec(s)
     m = Member(mid, None, protocol, d, 1000, 1000, 0, joined=True)
     if gen is not None:
         m.assignment = MemberAssignment(gen, protocol, b"", tasks=tasks or ClientAssignment())

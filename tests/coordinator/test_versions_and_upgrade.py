@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,10 +35,10 @@ DOWNGRADE = f"downgrade subscription version {FUTURE_VERSION} -> {LATEST_SUPPORT
 UPGRADE = f"upgrade subscription version {LATEST_SUPPORTED_VERSION} -> {FUTURE_VERSION}"
 
 
-def settled_at(coordinator: Coordinator, hosts: list[Host], version: int) -> dict:
+def settled_at(coordinator: Coordinator, hosts: list[Host], version: int) -> dict[str, Any]:
     """Settled, with every host using subscription `version` (members that change version rejoin)."""
 
-    def check() -> dict | None:
+    def check() -> dict[str, Any] | None:
         d = settled_now(coordinator, hosts)
         return d if d and all(s["version"] == version for s in d["hosts"].values()) else None
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from streams_rt.assignment import AssignmentConfigs
 from streams_rt.coordinator.server import monotonic_ms
@@ -61,13 +62,14 @@ def test_departed_hosts_caught_up_tasks_move_at_once_and_the_rest_wait_for_it(tm
         assert a.stop() == 0  # a dynamic member leaves the group on a clean shutdown
         waiting = TASKS - only_a
 
-        def b_alone() -> dict | None:
+        def b_alone() -> dict[str, Any] | None:
             d = converged(coordinator, 1, waiting)
             s = b.last_stable()
             return d if d and s and s["generation"] == d["generation"] else None
 
         wait_until(b_alone, 60, "b to take a's caught-up tasks")
-        assert set(b.last_stable()["active"]) == set(map(str, waiting))  # a's other tasks wait for it
+        b_stable = b.last_stable()
+        assert b_stable is not None and set(b_stable["active"]) == set(map(str, waiting))  # a's others wait for it
 
         a2 = hosts.start("a2", "--process-id", pid_a, "--state-sums", caught_up(TASKS))  # a comes back
         after = settled(coordinator, [a2, b])

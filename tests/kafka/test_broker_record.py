@@ -20,10 +20,13 @@ _GOOD = {"pid": 4242, "port": 9092, "directory": "/d", "log_file": "/d/logs/serv
 # the reviewer's case: it used to make `stop` delete the record, then fail, leaving the broker running).
 _UNREADABLE: dict[str, tuple[Callable[[Path, int], object], str]] = {
     "not JSON": (lambda path, pid: path.write_text("{not json"), "is not JSON"),
-    "string pid": (lambda path, pid: _write(path, {**_GOOD, "pid": str(pid)}), "pid must be a process id (1-4194303), not '"),
-    "negative pid": (lambda path, pid: _write(path, {**_GOOD, "pid": -pid}), "pid must be a process id (1-4194303), not -"),
+    "string pid": (lambda path, pid: _write(path, {**_GOOD, "pid": str(pid)}),
+                   "pid must be a process id (1-4194303), not '"),
+    "negative pid": (lambda path, pid: _write(path, {**_GOOD, "pid": -pid}),
+                     "pid must be a process id (1-4194303), not -"),
     "huge pid": (lambda path, pid: _write(path, {**_GOOD, "pid": 10**30}), "not 1000000000000000000000000000000"),
-    "missing fields": (lambda path, pid: _write(path, {"pid": pid}), "lacks port, directory, log_file, startup_seconds"),
+    "missing fields": (lambda path, pid: _write(path, {"pid": pid}),
+                       "lacks port, directory, log_file, startup_seconds"),
     "a directory": (lambda path, pid: path.mkdir(), "Is a directory"),
 }
 
@@ -66,7 +69,8 @@ def test_keys_of_older_versions_are_ignored_and_whole_seconds_accepted(tmp_path:
     (json.dumps({**_GOOD, "port": 0}).encode(), "port must be 1-65535, not 0"),
     (json.dumps({**_GOOD, "port": "9092"}).encode(), "port must be 1-65535, not '9092'"),
     (json.dumps({**_GOOD, "directory": None}).encode(), "directory and log_file must be strings, not None"),
-    (json.dumps({**_GOOD, "startup_seconds": float("nan")}).encode(), "startup_seconds must be a number of seconds, not nan"),
+    (json.dumps({**_GOOD, "startup_seconds": float("nan")}).encode(),
+     "startup_seconds must be a number of seconds, not nan"),
     (json.dumps({**_GOOD, "startup_seconds": -1}).encode(), "not -1"),
     (json.dumps({**_GOOD, "startup_seconds": False}).encode(), "not False"),
     (json.dumps({key: value for key, value in _GOOD.items() if key != "port"}).encode(), "lacks port"),

@@ -28,7 +28,8 @@ class JavaProperties:
     """A running PropertiesEcho: `load(text)` is what Java's Properties.load reads from `text`."""
 
     def __init__(self) -> None:
-        classpath = compile_java([Path(__file__).with_name("java") / "PropertiesEcho.java"], REPO_ROOT / "build" / "properties-echo")
+        classpath = compile_java([Path(__file__).with_name("java") / "PropertiesEcho.java"],
+                                 REPO_ROOT / "build" / "properties-echo")
         self._process = subprocess.Popen([find_java(), "-cp", classpath, "PropertiesEcho"], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, text=True, encoding="ascii")
 

@@ -53,7 +53,8 @@ class KafkaJava:
             raise JavaHarnessError(f"the harness JVM is gone: {exc}\n{self._stderr_text()}") from exc
         if not line:
             raise JavaHarnessError(f"the harness JVM exited ({self._proc.poll()}):\n{self._stderr_text()}")
-        return json.loads(line)
+        answer: dict[str, Any] = json.loads(line)
+        return answer
 
     def ok(self, op: str, **request: Any) -> dict[str, Any]:
         """Like `call`, but a Java exception is a harness error."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from streams_rt.protocol import (
     LATEST_SUPPORTED_VERSION,
     OFFSET_SUM_RUNNING_ACTIVE,
     AssignmentInfo,
     AssignorError,
+    FutureSubscriptionInfo,
     HostInfo,
     SubscriptionInfo,
     TaskId,
@@ -16,6 +18,9 @@ from streams_rt.protocol import (
 )
 
 VERSIONS = range(1, LATEST_SUPPORTED_VERSION + 1)
+
+UserData = SubscriptionInfo | AssignmentInfo  # what a sample is
+Decoder = Callable[[bytes], SubscriptionInfo | FutureSubscriptionInfo | AssignmentInfo]
 
 
 def subscription(version: int) -> SubscriptionInfo:

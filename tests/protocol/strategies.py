@@ -40,7 +40,7 @@ def task_ids(version: int, names: st.SearchStrategy[str]) -> st.SearchStrategy[T
 topics = st.one_of(st.sampled_from(["input", "orders", "clicks-repartition", "a", "b"]), java_text)
 topic_partitions = st.builds(TopicPartition, topics, _numbers(SMALL))
 hosts = st.builds(HostInfo, st.one_of(st.sampled_from(["localhost", "10.0.0.1"]), java_text), INT32)
-partition_sets = st.lists(topic_partitions, max_size=30, unique=True)
+partition_sets = st.lists(topic_partitions, max_size=30, unique=True).map(tuple)
 
 
 @st.composite
@@ -69,8 +69,9 @@ def assignments(draw: st.DrawFn, version: int) -> AssignmentInfo:
     return AssignmentInfo(
         version=version,
         commonly_supported_version=-1 if version < 3 else draw(INT32),
-        active_tasks=draw(st.lists(tasks, max_size=20)),
-        standby_tasks=draw(st.dictionaries(tasks, st.lists(topic_partitions, max_size=4, unique=True), max_size=6)),
+        active_tasks=draw(st.lists(tasks, max_size=20).map(tuple)),
+        standby_tasks=draw(st.dictionaries(tasks, st.lists(topic_partitions, max_size=4, unique=True).map(tuple),
+                                           max_size=6)),
         partitions_by_host={} if version < 2 else draw(st.dictionaries(hosts, partition_sets, max_size=4)),
         standby_partitions_by_host={} if version < 6 else draw(st.dictionaries(hosts, partition_sets, max_size=3)),
         error_code=AssignorError.NONE if version < 4 else draw(st.sampled_from(AssignorError)),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
 import pytest
 from hypothesis import given
 
@@ -17,16 +20,19 @@ from tests.protocol.strategies import assignments
 
 pytestmark = pytest.mark.jvm
 
+K = TypeVar("K")
 
-def _partitions(entries: list) -> frozenset[TopicPartition]:
+
+def _partitions(entries: list[Any]) -> frozenset[TopicPartition]:
+    """[[topic, partition], ...] as the harness's JSON has them."""
     return frozenset(TopicPartition(topic, p) for topic, p in entries)
 
 
-def _host_map(entries: list) -> dict[HostInfo, frozenset[TopicPartition]]:
+def _host_map(entries: list[Any]) -> dict[HostInfo, frozenset[TopicPartition]]:
     return {HostInfo(h, port): _partitions(tps) for (h, port), tps in entries}
 
 
-def _as_sets(mapping) -> dict:
+def _as_sets(mapping: Mapping[K, Iterable[TopicPartition]]) -> dict[K, frozenset[TopicPartition]]:
     return {k: frozenset(v) for k, v in mapping.items()}
 
 

@@ -14,13 +14,13 @@ from collections.abc import Callable
 import pytest
 
 from streams_rt.protocol import FutureSubscriptionInfo, MalformedUserData, decode_assignment, decode_subscription
-from tests.protocol.samples import VERSIONS, assignment, subscription
+from tests.protocol.samples import VERSIONS, Decoder, UserData, assignment, subscription
 
 RANDOM_INPUTS = 10_000
 MUTATIONS = 10_000
 INTERESTING_INTS = [0, 1, -1, 2, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 2**31 - 1, -(2**31), 10**6]
-DECODERS: dict[str, Callable[[bytes], object]] = {"subscription": decode_subscription, "assignment": decode_assignment}
-SAMPLES = {"subscription": subscription, "assignment": assignment}
+DECODERS: dict[str, Decoder] = {"subscription": decode_subscription, "assignment": decode_assignment}
+SAMPLES: dict[str, Callable[[int], UserData]] = {"subscription": subscription, "assignment": assignment}
 
 
 def _random_input(rng: random.Random) -> bytes:
@@ -52,7 +52,7 @@ def _mutate(rng: random.Random, data: bytes) -> bytes:
     return bytes(buf)
 
 
-def _check(kind: str, data: bytes, outcomes: Counter) -> None:
+def _check(kind: str, data: bytes, outcomes: Counter[str]) -> None:
     try:
         value = DECODERS[kind](data)
     except MalformedUserData as err:
@@ -70,7 +70,7 @@ def _check(kind: str, data: bytes, outcomes: Counter) -> None:
 @pytest.mark.parametrize("kind", DECODERS)
 def test_random_bytes(kind: str) -> None:
     rng = random.Random(f"random-{kind}")
-    outcomes: Counter = Counter()
+    outcomes: Counter[str] = Counter()
     for _ in range(RANDOM_INPUTS):
         _check(kind, _random_input(rng), outcomes)
     # Random bytes must also exercise the field decoders, not only the version check.
@@ -81,7 +81,7 @@ def test_random_bytes(kind: str) -> None:
 def test_mutations_of_valid_encodings(kind: str) -> None:
     rng = random.Random(f"mutate-{kind}")
     seeds = [SAMPLES[kind](v).encode() for v in VERSIONS]
-    outcomes: Counter = Counter()
+    outcomes: Counter[str] = Counter()
     for _ in range(MUTATIONS):
         _check(kind, _mutate(rng, rng.choice(seeds)), outcomes)
     # Mutations must reach past the header: some still decode (e.g. a changed offset sum), most do not.

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import struct
 import tracemalloc
+from collections.abc import Callable
 
 import pytest
 
 from streams_rt.protocol import MalformedUserData, decode_assignment, decode_subscription
-from tests.protocol.samples import VERSIONS, assignment, subscription
+from tests.protocol.samples import VERSIONS, Decoder, UserData, assignment, subscription
 
-DECODERS = {"subscription": (decode_subscription, subscription), "assignment": (decode_assignment, assignment)}
+DECODERS: dict[str, tuple[Decoder, Callable[[int], UserData]]] = {
+    "subscription": (decode_subscription, subscription), "assignment": (decode_assignment, assignment),
+}
 
 
-def _raises(decode, data: bytes) -> MalformedUserData:
+def _raises(decode: Decoder, data: bytes) -> MalformedUserData:
     with pytest.raises(MalformedUserData) as info:
         decode(data)
     return info.value

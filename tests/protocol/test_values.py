@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -92,7 +93,7 @@ def test_for_version_drops_what_old_versions_cannot_carry() -> None:
         {"version": 11, "latest_supported_version": 11, "client_tags": {"a": "\ud800"}},
     ],
 )
-def test_subscription_refuses_what_its_version_cannot_carry(kwargs: dict) -> None:
+def test_subscription_refuses_what_its_version_cannot_carry(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         SubscriptionInfo(process_id=PID, **kwargs)
 
@@ -118,7 +119,7 @@ def test_subscription_refuses_what_its_version_cannot_carry(kwargs: dict) -> Non
         {"version": 4, "commonly_supported_version": 11, "partitions_by_host": {HostInfo("h" * 70000, 1): []}},
     ],
 )
-def test_assignment_refuses_what_its_version_cannot_carry(kwargs: dict) -> None:
+def test_assignment_refuses_what_its_version_cannot_carry(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         AssignmentInfo(**kwargs).encode()
 

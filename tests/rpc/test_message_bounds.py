@@ -99,7 +99,8 @@ def test_every_request_string_has_a_length_limit() -> None:
 
 
 @settings(max_examples=300)
-@given(st.sampled_from(sorted(REQUESTS)), st.one_of(st.binary(max_size=300), json_values.map(lambda v: json.dumps(v).encode())))
+@given(st.sampled_from(sorted(REQUESTS)),
+       st.one_of(st.binary(max_size=300), json_values.map(lambda v: json.dumps(v).encode())))
 def test_any_body_is_a_request_or_a_typed_refusal(action: str, raw: bytes) -> None:
     request_cls = REQUESTS[action][0]
     try:

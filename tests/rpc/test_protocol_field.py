@@ -20,7 +20,8 @@ def test_each_message_gives_the_enum_back(protocol: RebalanceProtocol) -> None:
     assert JoinRequest.from_bytes(join.to_bytes()).rebalance_protocol is protocol
     sync = SyncResponse(ready=True, generation=1, protocol=protocol.name)
     assert SyncResponse.from_bytes(sync.to_bytes()).rebalance_protocol is protocol
-    assert SetProtocolRequest.from_bytes(SetProtocolRequest("app", protocol.name).to_bytes()).rebalance_protocol is protocol
+    request = SetProtocolRequest("app", protocol.name)
+    assert SetProtocolRequest.from_bytes(request.to_bytes()).rebalance_protocol is protocol
     assert SetProtocolRequest.from_bytes(SetProtocolRequest("app", "").to_bytes()).rebalance_protocol is None
 
 
@@ -31,7 +32,8 @@ def test_a_ready_assignment_must_name_a_protocol() -> None:
 
 
 def test_a_failed_round_or_a_pending_one_carries_no_protocol() -> None:
-    failed = SyncResponse(ready=True, generation=1, protocol="", error=GroupError.ASSIGNOR_ERROR.value, assignor_error=3)
+    failed = SyncResponse(ready=True, generation=1, protocol="", error=GroupError.ASSIGNOR_ERROR.value,
+                          assignor_error=3)
     assert SyncResponse.from_bytes(failed.to_bytes()) == failed
     pending = SyncResponse(ready=False, protocol="")
     assert SyncResponse.from_bytes(pending.to_bytes()) == pending

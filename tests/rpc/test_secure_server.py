@@ -13,7 +13,14 @@ import pyarrow.flight as flight
 import pytest
 
 from streams_rt.rpc.auth import SECRET_ENV, SharedSecret
-from streams_rt.rpc.transport import InsecureBindError, SecureFlightServer, TlsIdentity, is_loopback
+from streams_rt.rpc.transport import (
+    InsecureBindError,
+    SecureFlightServer,
+    TlsIdentity,
+    call_options,
+    flight_client,
+    is_loopback,
+)
 from tests.rpc.certificates import self_signed
 
 
@@ -46,9 +53,9 @@ def server(secret: SharedSecret) -> Iterator[CountingServer]:
 
 
 def call(address: str, headers: list[tuple[bytes, bytes]], tls_root_certs: bytes | None = None) -> bytes:
-    client = flight.FlightClient(address, tls_root_certs=tls_root_certs)
+    client = flight_client(address, tls_root_certs)
     try:
-        (result,) = client.do_action(flight.Action("work", b"{}"), flight.FlightCallOptions(headers=headers, timeout=5))
+        (result,) = client.do_action(flight.Action("work", b"{}"), call_options(5, headers))
         return result.body.to_pybytes()
     finally:
         client.close()
@@ -111,7 +118,7 @@ def test_the_secret_travels_to_child_processes_in_their_environment(secret: Shar
 
 def test_unserved_flight_methods_are_refused_in_one_line(server: CountingServer, secret: SharedSecret) -> None:
     client = flight.FlightClient(server.address)
-    options = flight.FlightCallOptions(headers=secret.call_headers(), timeout=5)
+    options = call_options(5, secret.call_headers())
     try:
         for attempt in (
             lambda: client.do_get(flight.Ticket(b"x"), options).read_all(),

@@ -28,7 +28,9 @@ def test_each_executor_hosts_tasks(spark_cluster: SparkSession, kafka_broker: Br
     try:
         hosts = runtime.start_executor_hosts()  # already running: found again, not started twice
         executors = {h["watch_pid"] for h in hosts}
-        driver_jvm = spark_cluster.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+        jvm = spark_cluster.sparkContext._jvm
+        assert jvm is not None
+        driver_jvm = jvm.java.lang.ProcessHandle.current().pid()
         assert len(hosts) == 2 and len(executors) == 2 and driver_jvm not in executors
         for pid in executors:
             assert b"CoarseGrainedExecutorBackend" in Path(f"/proc/{pid}/cmdline").read_bytes()

@@ -6,6 +6,7 @@ checkpoint location counts nothing twice; a bad configuration is one clear error
 from __future__ import annotations
 
 import collections
+import itertools
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
 from streams_rt import StreamsRuntime
 from streams_rt.config import ConfigError
@@ -222,7 +223,7 @@ def test_an_added_host_takes_some_tasks_and_the_others_keep_advancing(
         assert moved and len(moved) < len(before), f"some tasks move, not all: {moved}"
         stayed = [t for t in samples[0] if t not in moved]
         assert stayed
-        for earlier, later in zip(samples, samples[1:]):
+        for earlier, later in itertools.pairwise(samples):
             for task in stayed:
                 assert later[task][1] > earlier[task][1], f"task {task} held back: {earlier[task]} -> {later[task]}"
         assert query.exception() is None

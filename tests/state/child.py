@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from streams_rt.protocol import TaskId
 from streams_rt.state import (
@@ -62,7 +63,7 @@ def expected_windows(commits: int) -> dict[int, bytes]:
     return {commit * 60_000: b"w%d" % commit for commit in range(commits)}
 
 
-def _config(args: dict) -> StateConfig:
+def _config(args: dict[str, Any]) -> StateConfig:
     return StateConfig(
         application_id=args["app_id"],
         bootstrap_servers=args["bootstrap"],
@@ -71,7 +72,7 @@ def _config(args: dict) -> StateConfig:
     )
 
 
-def hold_task(args: dict) -> None:
+def hold_task(args: dict[str, Any]) -> None:
     """Lock a task directory (optionally without the application lock) and wait to be killed."""
     directory = StateDirectory(args["state_dir"], args["app_id"], lock_application=args["app_lock"])
     lock = directory.lock_task(TaskId.parse(args["task"]))
@@ -79,7 +80,7 @@ def hold_task(args: dict) -> None:
     time.sleep(600)
 
 
-def writer(args: dict) -> None:
+def writer(args: dict[str, Any]) -> None:
     """Commit `commits` batches, then keep writing without committing until killed."""
     config = _config(args)
     per_commit = args["per_commit"]
@@ -91,7 +92,7 @@ def writer(args: dict) -> None:
 
     with StateHost(config) as host:
         state = host.active(TaskId.parse(args["task"]), SPECS, keep_writer)
-        kv, windows = state.store("kv"), state.store("win")
+        kv, windows = state.kv_store("kv"), state.window_store("win")
         for commit in range(args["commits"]):
             for k, v in batch_writes(commit, per_commit):
                 kv.put(k, v)
@@ -111,19 +112,19 @@ def writer(args: dict) -> None:
             commit += 1
 
 
-def active_until_stopped(args: dict) -> None:
+def active_until_stopped(args: dict[str, Any]) -> None:
     """An active host: commit batches until the stop file appears, then close cleanly."""
     config = _config(args)
     per_commit = args["per_commit"]
     stop = Path(args["stop_file"])
     with StateHost(config) as host:
         state = host.active(TaskId.parse(args["task"]), SPECS)
-        kv = state.store("kv")
+        kv = state.kv_store("kv")
         commit = 0
         while not stop.exists():
             for k, v in batch_writes(commit, per_commit):
                 kv.put(k, v)
-            state.store("win").put(b"w", b"w%d" % commit, commit * 60_000)
+            state.window_store("win").put(b"w", b"w%d" % commit, commit * 60_000)
             state.commit()
             commit += 1
             say(f"COMMITTED {commit}")
@@ -132,7 +133,7 @@ def active_until_stopped(args: dict) -> None:
         say(f"DONE {commit}")
 
 
-def standby_until_killed(args: dict) -> None:
+def standby_until_killed(args: dict[str, Any]) -> None:
     """A standby: catch up with the changelogs, checkpoint (no close, no flush after it), report
     the checkpointed offsets, and wait to be killed."""
     config = _config(args)
@@ -145,7 +146,18 @@ def standby_until_killed(args: dict) -> None:
         time.sleep(600)
 
 
-def reopen(args: dict) -> None:
+class _Collecting(logging.Handler):
+    """Keeps the message of every warning it is handed."""
+
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.messages = messages
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def reopen(args: dict[str, Any]) -> None:
     """Open the task as active after damage to its files, as a host does: a StoreCorrupted (from
     the open, the restore or a read) closes the task dirty and opens it again, at most twice. Prints
     one line, `RESULT <json>`: what the stores hold against what was committed, or the typed error
@@ -154,9 +166,7 @@ def reopen(args: dict) -> None:
         os.setgid(NOBODY)
         os.setuid(NOBODY)
     warnings: list[str] = []
-    handler = logging.Handler(logging.WARNING)
-    handler.emit = lambda record: warnings.append(record.getMessage())  # type: ignore[method-assign]
-    logging.getLogger("streams_rt.state").addHandler(handler)
+    logging.getLogger("streams_rt.state").addHandler(_Collecting(warnings))
     config = _config(args)
     task = TaskId.parse(args["task"])
     corrupted: list[str] = []
@@ -167,8 +177,8 @@ def reopen(args: dict) -> None:
                 try:
                     state.open_active()
                     host.reader.finish_restores()
-                    kv = dict(state.store("kv").all())
-                    windows = dict(state.store("win").fetch(b"w", 0, 2**63 - 1))
+                    kv = dict(state.kv_store("kv").all())
+                    windows = dict(state.window_store("win").fetch(b"w", 0, 2**63 - 1))
                     restored = {name: host.listener.restored(name) for name in ("kv", "win")}
                     state.close()
                     break

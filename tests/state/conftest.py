@@ -10,12 +10,13 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.kafka.jvm import REPO_ROOT
-from streams_rt.protocol import TaskId
+from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.state import EXACTLY_ONCE_V2, StateConfig, StateDirectory, StoreSpec, TaskState
 from streams_rt.state.task_state import WriterFactory
 
@@ -94,13 +95,13 @@ def children() -> Iterator[Children]:
 def make_config(tmp_path: Path, kafka_broker: BrokerInfo, app_id: str) -> Callable[..., StateConfig]:
     """Configs of one application on separate state dirs: one per simulated host."""
 
-    def make(host: str = "a", **kwargs: object) -> StateConfig:
+    def make(host: str = "a", **kwargs: Any) -> StateConfig:
         kwargs.setdefault("processing_guarantee", EXACTLY_ONCE_V2)
         return StateConfig(
             application_id=app_id,
             bootstrap_servers=kafka_broker.bootstrap_servers,
             state_dir=tmp_path / f"host-{host}",
-            **kwargs,  # type: ignore[arg-type]
+            **kwargs,
         )
 
     return make
@@ -110,15 +111,15 @@ class RecordingListener:
     """A StateRestoreListener that keeps every call, to check what a restore read."""
 
     def __init__(self) -> None:
-        self.events: list[tuple] = []
+        self.events: list[tuple[Any, ...]] = []
 
-    def on_restore_start(self, tp, store, start_offset, end_offset) -> None:  # noqa: ANN001
+    def on_restore_start(self, tp: TopicPartition, store: str, start_offset: int, end_offset: int) -> None:
         self.events.append(("start", store, tp, start_offset, end_offset))
 
-    def on_batch_restored(self, tp, store, batch_end_offset, num_restored) -> None:  # noqa: ANN001
+    def on_batch_restored(self, tp: TopicPartition, store: str, batch_end_offset: int, num_restored: int) -> None:
         self.events.append(("batch", store, tp, batch_end_offset, num_restored))
 
-    def on_restore_end(self, tp, store, total_restored) -> None:  # noqa: ANN001
+    def on_restore_end(self, tp: TopicPartition, store: str, total_restored: int) -> None:
         self.events.append(("end", store, tp, total_restored))
 
     def starts(self, store: str) -> list[int]:

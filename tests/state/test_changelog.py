@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer
@@ -53,7 +54,7 @@ def test_topics_are_created_compacted_with_source_partitions(eos_config: StateCo
         ensure_changelog_topics(bootstrap, specs, partitions=4)
 
 
-def test_config_creates_topics_with_its_replication_factor(make_config) -> None:  # noqa: ANN001
+def test_config_creates_topics_with_its_replication_factor(make_config: Callable[..., StateConfig]) -> None:
     config: StateConfig = make_config(replication_factor=2)  # one broker: two replicas cannot be placed
     with pytest.raises(ChangelogError, match="cannot be created"):
         config.ensure_changelog_topics([KV.changelog(config.application_id)], partitions=1)
@@ -61,14 +62,14 @@ def test_config_creates_topics_with_its_replication_factor(make_config) -> None:
 
 
 @pytest.mark.parametrize("guarantee", [AT_LEAST_ONCE, "exactly_once_v2"])
-def test_records_tombstones_and_checkpoint(make_config, guarantee: str) -> None:  # noqa: ANN001
+def test_records_tombstones_and_checkpoint(make_config: Callable[..., StateConfig], guarantee: str) -> None:
     config: StateConfig = make_config(processing_guarantee=guarantee)
     ensure_changelog_topics(config.bootstrap_servers, [KV.changelog(config.application_id)], partitions=2)
     task = TaskId(0, 1)
     with StateHost(config) as host:
         directory = host.directory
         state = host.active(task, [KV])
-        store = state.store("counts")
+        store = state.kv_store("counts")
         store.put(b"a", b"1")
         store.put(b"b", b"2")
         state.commit()

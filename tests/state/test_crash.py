@@ -51,11 +51,11 @@ def test_kill_9_mid_write_restores_last_commit(eos_config: StateConfig, children
         listener = host.listener
         state = host.active(TASK, SPECS)  # fences the dead writer's transaction, then restores the tail
         try:
-            assert dict(state.store("kv").all()) == expected_kv(commits, PER_COMMIT)
-            assert dict(state.store("win").fetch(b"w", 0, 10**12)) == expected_windows(commits)
+            assert dict(state.kv_store("kv").all()) == expected_kv(commits, PER_COMMIT)
+            assert dict(state.window_store("win").fetch(b"w", 0, 10**12)) == expected_windows(commits)
             assert listener.restored("kv") == 0  # the aborted tail is invisible to the restore
             # Writing continues from the restored state.
-            state.store("kv").put(b"after", b"crash")
+            state.kv_store("kv").put(b"after", b"crash")
             state.commit()
         finally:
             state.close()
@@ -67,7 +67,7 @@ def test_kill_9_mid_write_restores_last_commit(eos_config: StateConfig, children
         state = host.active(TASK, SPECS)
         try:
             expected = expected_kv(commits, PER_COMMIT) | {b"after": b"crash"}
-            assert dict(state.store("kv").all()) == expected
+            assert dict(state.kv_store("kv").all()) == expected
         finally:
             state.close()
 
@@ -86,8 +86,8 @@ def test_kill_9_standby_after_checkpoint_keeps_window_segments(
         active = writer_host.active(TASK, SPECS)
         for commit in range(commits):
             for k, v in batch_writes(commit, PER_COMMIT):
-                active.store("kv").put(k, v)
-            active.store("win").put(b"w", b"w%d" % commit, commit * 60_000)
+                active.kv_store("kv").put(k, v)
+            active.window_store("win").put(b"w", b"w%d" % commit, commit * 60_000)
             active.commit()
         active.close()
 
@@ -108,8 +108,8 @@ def test_kill_9_standby_after_checkpoint_keeps_window_segments(
         try:
             # Nothing is read again: what the checkpoint names must be on disk.
             assert listener.restored("kv") == 0 and listener.restored("win") == 0
-            assert dict(state.store("win").fetch(b"w", 0, 2**63 - 1)) == expected_windows(commits)
-            assert dict(state.store("kv").all()) == expected_kv(commits, PER_COMMIT)
+            assert dict(state.window_store("win").fetch(b"w", 0, 2**63 - 1)) == expected_windows(commits)
+            assert dict(state.kv_store("kv").all()) == expected_kv(commits, PER_COMMIT)
             assert state.offsets == checkpointed
         finally:
             state.close()

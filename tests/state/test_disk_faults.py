@@ -21,13 +21,14 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.protocol import TaskId
 from streams_rt.state import EXACTLY_ONCE_V2, StateConfig, StoreCorrupted, ensure_changelog_topics
-from tests.state.child import NOBODY, SPECS, expected_kv, expected_windows
+from tests.state.child import NOBODY, SPECS, expected_kv
 from tests.state.conftest import Children, StateHost, wait_for_line
 from tests.state.disk_damage import (
     DAMAGES,
@@ -78,7 +79,7 @@ def committed(kafka_broker: BrokerInfo, tmp_path_factory: pytest.TempPathFactory
     shutil.copytree(done.killed, done.closed)
     with StateHost(done.config(done.closed)) as host:
         state = host.active(TASK, SPECS)
-        assert dict(state.store("kv").all()) == expected_kv(COMMITS, PER_COMMIT)
+        assert dict(state.kv_store("kv").all()) == expected_kv(COMMITS, PER_COMMIT)
         state.close()
     yield done
 
@@ -144,13 +145,13 @@ PATH_CASES = {
 }
 
 
-def _reopen(committed: Committed, children: Children, state_dir: Path, as_nobody: bool = False) -> dict:
+def _reopen(committed: Committed, children: Children, state_dir: Path, as_nobody: bool = False) -> dict[str, Any]:
     child = children.start("reopen", json.dumps({
         "app_id": committed.app_id, "bootstrap": committed.bootstrap, "state_dir": str(state_dir),
         "task": str(TASK), "commits": COMMITS, "per_commit": PER_COMMIT, "as_nobody": as_nobody,
         "guarantee": "at_least_once",  # no transactional producer to fence: faster, and beside the point here
     }))
-    result: dict = json.loads(wait_for_line(child, "RESULT", timeout_s=120).split(" ", 1)[1])
+    result: dict[str, Any] = json.loads(wait_for_line(child, "RESULT", timeout_s=120).split(" ", 1)[1])
     assert child.wait(timeout=30) == 0
     return result
 
@@ -231,21 +232,21 @@ def test_a_store_damaged_while_running_is_reopened_and_restored(
     with StateHost(config) as host:
         state = host.active(TASK, SPECS)
         for key, value in expected.items():
-            state.store("kv").put(key, value)
+            state.kv_store("kv").put(key, value)
         state.commit()
         state.close()
         state = host.active(TASK, SPECS)
         sst = rocksdb_file(_store(host.directory.task_dir(TASK)), "SST")
         flip_byte(sst, 1 / 3)
         try:
-            dict(state.store("kv").all())
+            dict(state.kv_store("kv").all())
             raise AssertionError("a damaged block was read without an error")
         except StoreCorrupted as exc:
             assert (exc.store, exc.task, exc.path) == ("kv", str(TASK), sst)
             state.close(clean=False)
             with caplog.at_level("WARNING", logger="streams_rt.state"):
                 state = host.active(TASK, SPECS)
-        assert dict(state.store("kv").all()) == expected
+        assert dict(state.kv_store("kv").all()) == expected
         assert host.listener.restored("kv") > 0
         wiped = [r.getMessage() for r in caplog.records if "wiping it" in r.getMessage()]
         assert len(wiped) == 1 and str(sst) in wiped[0] and "found damaged in use" in wiped[0]
@@ -266,7 +267,7 @@ def test_damage_found_while_restoring_fails_only_its_task(make_config: Callable[
         for task in tasks:
             state = host.active(task, [spec])
             for key, value in expected[task].items():
-                state.store("kv").put(key, value)
+                state.kv_store("kv").put(key, value)
             state.commit()
             state.close()
     with StateHost(make_config("b")) as host:
@@ -281,8 +282,8 @@ def test_damage_found_while_restoring_fails_only_its_task(make_config: Callable[
         assert (caught.value.task, caught.value.path) == (str(tasks[0]), fifo)
         damaged.close(clean=False)
         host.reader.finish_restores()
-        assert dict(healthy.store("kv").all()) == expected[tasks[1]]
+        assert dict(healthy.kv_store("kv").all()) == expected[tasks[1]]
         healthy.close()
         again = host.active(tasks[0], [spec])
-        assert dict(again.store("kv").all()) == expected[tasks[0]]
+        assert dict(again.kv_store("kv").all()) == expected[tasks[0]]
         again.close()

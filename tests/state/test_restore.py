@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 import rocksdict
@@ -26,6 +27,8 @@ pytestmark = pytest.mark.broker
 TASK = TaskId(0, 0)
 COMMITS, PER_COMMIT = 4, 500
 
+Reopen = Callable[[], tuple[TaskState, RecordingListener]]  # the `reopen` fixture
+
 
 @pytest.fixture
 def written(eos_config: StateConfig) -> StateConfig:
@@ -35,14 +38,14 @@ def written(eos_config: StateConfig) -> StateConfig:
         state = host.active(TASK, SPECS)
         for commit in range(COMMITS):
             for key, value in batch_writes(commit, PER_COMMIT):
-                state.store("kv").put(key, value)
+                state.kv_store("kv").put(key, value)
             state.commit()
         state.close()
     return eos_config
 
 
 @pytest.fixture
-def reopen(written: StateConfig) -> Iterator[Callable[[], tuple[TaskState, RecordingListener]]]:
+def reopen(written: StateConfig) -> Iterator[Reopen]:
     """Opens the written task again as active (once per test), on a fresh host."""
     hosts: list[StateHost] = []
 
@@ -57,7 +60,7 @@ def reopen(written: StateConfig) -> Iterator[Callable[[], tuple[TaskState, Recor
 
 
 def _kv_contents(state: TaskState) -> dict[bytes, bytes]:
-    return dict(state.store("kv").all())
+    return dict(state.kv_store("kv").all())
 
 
 def _kv_store(config: StateConfig) -> RocksDBKeyValueStore:
@@ -68,7 +71,7 @@ def _kv_tp(config: StateConfig) -> TopicPartition:
     return TopicPartition(f"{config.application_id}-kv-changelog", 0)
 
 
-def test_full_restore_equals_committed_state(written: StateConfig, reopen) -> None:  # noqa: ANN001
+def test_full_restore_equals_committed_state(written: StateConfig, reopen: Reopen) -> None:
     shutil.rmtree(written.state_dir / written.application_id / str(TASK) / "rocksdb")
     state, listener = reopen()
     assert _kv_contents(state) == expected_kv(COMMITS, PER_COMMIT)
@@ -81,7 +84,7 @@ def test_full_restore_equals_committed_state(written: StateConfig, reopen) -> No
     assert state.offsets[_kv_tp(written)] == total - 1 + COMMITS - 1  # the last record (commit markers between)
 
 
-def test_restart_reads_only_the_tail_after_the_stores_own_offset(written: StateConfig, reopen) -> None:  # noqa: ANN001
+def test_restart_reads_only_the_tail_after_the_stores_own_offset(written: StateConfig, reopen: Reopen) -> None:
     store = _kv_store(written)
     store.open()
     applied = store.applied_offset()
@@ -103,7 +106,7 @@ def test_restart_reads_only_the_tail_after_the_stores_own_offset(written: StateC
     ],
 )
 def test_a_corrupt_checkpoint_is_replaced_and_the_stores_own_offsets_decide(
-    written: StateConfig, reopen, caplog: pytest.LogCaptureFixture,  # noqa: ANN001
+    written: StateConfig, reopen: Reopen, caplog: pytest.LogCaptureFixture,
     damage: Callable[[str], str], why: str,
 ) -> None:
     path = written.state_dir / written.application_id / str(TASK) / ".checkpoint"
@@ -118,14 +121,14 @@ def test_a_corrupt_checkpoint_is_replaced_and_the_stores_own_offsets_decide(
     assert path.read_text() == before  # a fresh, valid checkpoint
 
 
-def test_a_missing_checkpoint_costs_nothing(written: StateConfig, reopen) -> None:  # noqa: ANN001
+def test_a_missing_checkpoint_costs_nothing(written: StateConfig, reopen: Reopen) -> None:
     (written.state_dir / written.application_id / str(TASK) / ".checkpoint").unlink()
     state, listener = reopen()
     assert _kv_contents(state) == expected_kv(COMMITS, PER_COMMIT) and listener.restored("kv") == 0
 
 
 def test_an_applied_offset_beyond_the_changelog_end_wipes(
-    written: StateConfig, reopen, caplog: pytest.LogCaptureFixture  # noqa: ANN001
+    written: StateConfig, reopen: Reopen, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = _kv_store(written)
     store.open()
@@ -135,13 +138,13 @@ def test_an_applied_offset_beyond_the_changelog_end_wipes(
     with caplog.at_level(logging.WARNING):
         state, listener = reopen()
     assert "applied offset 1000000 is outside the changelog's range" in caplog.text
-    assert state.store("kv").get(b"garbage") is None
+    assert state.kv_store("kv").get(b"garbage") is None
     assert _kv_contents(state) == expected_kv(COMMITS, PER_COMMIT)
     assert listener.starts("kv") == [0]
 
 
 def test_data_without_an_applied_offset_wipes(
-    written: StateConfig, reopen, caplog: pytest.LogCaptureFixture  # noqa: ANN001
+    written: StateConfig, reopen: Reopen, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A store directory whose data no offset describes (e.g. left by an older release, or planted):
     it cannot be trusted, so it is rebuilt from the changelog."""
@@ -154,7 +157,7 @@ def test_data_without_an_applied_offset_wipes(
     with caplog.at_level(logging.WARNING):
         state, listener = reopen()
     assert "holds data but no applied changelog offset" in caplog.text
-    assert state.store("kv").get(b"garbage") is None
+    assert state.kv_store("kv").get(b"garbage") is None
     assert _kv_contents(state) == expected_kv(COMMITS, PER_COMMIT)
     assert listener.starts("kv") == [0]
 
@@ -167,12 +170,12 @@ def test_window_restore_applies_retention(make_config: Callable[..., StateConfig
     with StateHost(config) as host:
         state = host.active(TASK, [spec])
         for m in range(30):
-            state.store("w").put(b"k", b"%d" % m, m * minute)
+            state.window_store("w").put(b"k", b"%d" % m, m * minute)
             state.commit()
         state.close()
     with StateHost(make_config("b")) as host:  # another host: restore from scratch
         state = host.active(TASK, [spec])
-        windows = state.store("w")
+        windows = state.window_store("w")
         assert [s // minute for s, _ in windows.fetch(b"k", 0, 10**12)] == list(range(20, 30))
         assert windows.stream_time == 29 * minute
         # Records of expired segments were skipped, not written and dropped: far fewer than 30 applied.
@@ -190,7 +193,7 @@ def test_two_tasks_restore_at_once_on_one_reader(make_config: Callable[..., Stat
         for task in tasks:
             state = host.active(task, [spec])
             for i in range(3000):
-                state.store("kv").put(b"%s-%d" % (str(task).encode(), i), b"v%d" % i)
+                state.kv_store("kv").put(b"%s-%d" % (str(task).encode(), i), b"v%d" % i)
             state.commit()
             state.close()
     with StateHost(make_config("b")) as host:
@@ -199,9 +202,9 @@ def test_two_tasks_restore_at_once_on_one_reader(make_config: Callable[..., Stat
             state.open_active()
         assert host.reader.restoring == frozenset(tasks)
         host.reader.finish_restores()
-        for task, state in zip(tasks, states):
+        for task, state in zip(tasks, states, strict=True):
             expected = {b"%s-%d" % (str(task).encode(), i): b"v%d" % i for i in range(3000)}
-            assert dict(state.store("kv").all()) == expected
+            assert dict(state.kv_store("kv").all()) == expected
             state.close()
         assert host.listener.restored("kv") == 6000
 
@@ -216,7 +219,7 @@ def test_console_listener_logs_records_seconds_rate(caplog: pytest.LogCaptureFix
     assert "restored store s from t-0: 10 records in" in caplog.text and "records/s" in caplog.text
 
 
-def _record(offset: int, key: bytes, value: bytes | None = b"v") -> Message:
+def _record(offset: int, key: bytes | None, value: bytes | None = b"v") -> Message:
     return Message(topic="t", partition=0, offset=offset, key=key, value=value)
 
 
@@ -244,6 +247,10 @@ class _OneBatchConsumer:
     def consume(self, num_messages: int, timeout: float) -> list[Message]:
         return self.batches.pop(0) if self.batches else []
 
+    def get_watermark_offsets(self, partition: KafkaTopicPartition, timeout: float = -1,
+                              cached: bool = False) -> tuple[int, int]:
+        raise AssertionError("these tests give the reader its offsets")
+
 
 class _Task:
     task = TaskId(0, 0)
@@ -263,10 +270,10 @@ def test_split_events_separates_records_from_eof_events_anywhere_in_a_batch() ->
         split_events([_record(3, b"a"), _event(4, KafkaError._MSG_TIMED_OUT)])
 
 
-def test_restore_applies_records_after_a_mid_batch_eof_event(tmp_path) -> None:  # noqa: ANN001
+def test_restore_applies_records_after_a_mid_batch_eof_event(tmp_path: Path) -> None:
     store = RocksDBKeyValueStore("kv", tmp_path)
     batch = [_record(0, b"a"), _event(1, KafkaError._PARTITION_EOF), _record(1, b"b", b"w"), _record(2, b"a", None)]
-    reader, task = ChangelogReader(_OneBatchConsumer(batch)), _Task()  # type: ignore[arg-type]
+    reader, task = ChangelogReader(_OneBatchConsumer(batch)), _Task()
     tp = TopicPartition("t", 0)
     reader.restore(task, {tp: store}, {tp: 0}, {tp: 10})
     assert reader.poll() == {task.task: 3} and task.completed == 1  # the EOF event ended it
@@ -276,7 +283,7 @@ def test_restore_applies_records_after_a_mid_batch_eof_event(tmp_path) -> None: 
     store.close()
 
 
-def test_a_failed_poll_rewinds_every_partition(tmp_path) -> None:  # noqa: ANN001
+def test_a_failed_poll_rewinds_every_partition(tmp_path: Path) -> None:
     """A store that fails mid-batch (here: damaged, a FIFO in its directory) must not cost the
     other partitions the records of that batch: all are sought back to their read positions."""
     first, second = RocksDBKeyValueStore("a", tmp_path), RocksDBKeyValueStore("b", tmp_path)
@@ -285,7 +292,7 @@ def test_a_failed_poll_rewinds_every_partition(tmp_path) -> None:  # noqa: ANN00
     batch = [_record(0, b"x"), Message(topic="t", partition=1, offset=4, key=b"y", value=b"v"),
              _record(1, b"z")]
     consumer = _OneBatchConsumer(batch)
-    reader = ChangelogReader(consumer)  # type: ignore[arg-type]
+    reader = ChangelogReader(consumer)
     tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
     reader.restore(_Task(), {tp0: first, tp1: second}, {tp0: 0, tp1: 4}, {tp0: 9, tp1: 9})
     with pytest.raises(StoreCorrupted):
@@ -294,19 +301,19 @@ def test_a_failed_poll_rewinds_every_partition(tmp_path) -> None:  # noqa: ANN00
     first.close()
 
 
-def test_an_empty_tail_opens_no_store(tmp_path) -> None:  # noqa: ANN001
+def test_an_empty_tail_opens_no_store(tmp_path: Path) -> None:
     store = RocksDBKeyValueStore("kv", tmp_path)
-    reader, task = ChangelogReader(_OneBatchConsumer([_event(7, KafkaError._PARTITION_EOF)])), _Task()  # type: ignore[arg-type]
+    reader, task = ChangelogReader(_OneBatchConsumer([_event(7, KafkaError._PARTITION_EOF)])), _Task()
     tp = TopicPartition("t", 0)
     reader.restore(task, {tp: store}, {tp: 6}, {tp: 7})
     reader.finish_restores()
     assert task.completed == 1 and not store.is_open  # only a commit marker: no bulk open, flush and reopen
 
 
-def test_a_null_key_in_a_changelog_is_an_error_naming_its_offset(tmp_path) -> None:  # noqa: ANN001
+def test_a_null_key_in_a_changelog_is_an_error_naming_its_offset(tmp_path: Path) -> None:
     store = RocksDBKeyValueStore("kv", tmp_path)
-    consumer = _OneBatchConsumer([_record(0, b"a"), _record(1, None)])  # type: ignore[list-item]
-    reader = ChangelogReader(consumer)  # type: ignore[arg-type]
+    consumer = _OneBatchConsumer([_record(0, b"a"), _record(1, None)])
+    reader = ChangelogReader(consumer)
     tp = TopicPartition("t", 0)
     reader.restore(_Task(), {tp: store}, {tp: 0}, {tp: 5})
     with pytest.raises(ChangelogError, match="offset 1 has a null key"):
@@ -315,9 +322,9 @@ def test_a_null_key_in_a_changelog_is_an_error_naming_its_offset(tmp_path) -> No
     store.close()
 
 
-def test_a_restore_without_progress_is_an_error(tmp_path) -> None:  # noqa: ANN001
+def test_a_restore_without_progress_is_an_error(tmp_path: Path) -> None:
     store = RocksDBKeyValueStore("kv", tmp_path)
-    reader = ChangelogReader(_OneBatchConsumer([]), no_progress_timeout_s=0.0)  # type: ignore[arg-type]
+    reader = ChangelogReader(_OneBatchConsumer([]), no_progress_timeout_s=0.0)
     tp = TopicPartition("t", 0)
     reader.restore(_Task(), {tp: store}, {tp: 0}, {tp: 5})
     with pytest.raises(ChangelogError, match="no progress"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.protocol import TaskId
 from streams_rt.state import Mode, StateConfig, StateUpdater, StoreClosedError, TaskState, ensure_changelog_topics
 from tests.state.child import SPECS, expected_kv, expected_windows
 from tests.state.conftest import Children, StateHost, wait_for_line
@@ -67,20 +67,24 @@ def test_standby_follows_active_then_is_promoted(
             assert child.wait(timeout=30) == 0
             _poll_until(updater, lambda: state.lag() == 0)
             standby_sum = state.offset_sum()
-            assert dict(state.store("kv").all()) == expected_kv(commits, PER_COMMIT)
+            assert dict(state.kv_store("kv").all()) == expected_kv(commits, PER_COMMIT)
             with pytest.raises(StoreClosedError, match="read-only"):
-                state.store("kv").put(b"k", b"v")
+                state.kv_store("kv").put(b"k", b"v")
+            with pytest.raises(TypeError, match="store win is a RocksDBWindowStore, not a key-value store"):
+                state.kv_store("win")
+            with pytest.raises(TypeError, match="store kv is a RocksDBKeyValueStore, not a window store"):
+                state.window_store("kv")
 
             _promote(updater, state)
             # Caught up (past the last commit marker too): no restore even starts.
             assert listener.starts("kv") == [] and listener.starts("win") == []
             assert listener.restored("kv") == 0 and listener.restored("win") == 0
             assert state.offset_sum() >= standby_sum
-            assert dict(state.store("kv").all()) == expected_kv(commits, PER_COMMIT)
-            assert dict(state.store("win").fetch(b"w", 0, 10**12)) == expected_windows(commits)
-            state.store("kv").put(b"promoted", b"yes")
+            assert dict(state.kv_store("kv").all()) == expected_kv(commits, PER_COMMIT)
+            assert dict(state.window_store("win").fetch(b"w", 0, 10**12)) == expected_windows(commits)
+            state.kv_store("kv").put(b"promoted", b"yes")
             state.commit()
-            assert state.store("kv").get(b"promoted") == b"yes"
+            assert state.kv_store("kv").get(b"promoted") == b"yes"
         finally:
             state.close()
 
@@ -96,18 +100,18 @@ def test_promotion_reads_only_records_the_standby_missed(make_config: Callable[.
         updater.add_standby(standby, 0)
         try:
             for i in range(50):
-                active.store("kv").put(b"k%d" % i, b"v%d" % i)
+                active.kv_store("kv").put(b"k%d" % i, b"v%d" % i)
             active.commit()
             _poll_until(updater, lambda: standby.lag() == 0)
             assert standby.offset_sum() == 49 and standby.lag() == 0
             for i in range(50, 80):  # written after the standby caught up
-                active.store("kv").put(b"k%d" % i, b"v%d" % i)
+                active.kv_store("kv").put(b"k%d" % i, b"v%d" % i)
             active.commit()
             assert standby.lag() == 31  # 30 records and their commit marker
             active.close()
             _promote(updater, standby)
             assert host.listener.restored("kv") == 30
             assert host.listener.starts("kv") == [51]  # past record 49 and the first commit's marker
-            assert dict(standby.store("kv").all()) == {b"k%d" % i: b"v%d" % i for i in range(80)}
+            assert dict(standby.kv_store("kv").all()) == {b"k%d" % i: b"v%d" % i for i in range(80)}
         finally:
             standby.close()

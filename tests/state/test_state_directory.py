@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from streams_rt.config.registry import default_state_dir
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId, TopicPartition
 from streams_rt.state import StateDirectory, StateDirectoryLockedError, StatePathError, TaskLockedError
-from streams_rt.config.registry import default_state_dir
 from streams_rt.state.config import StateConfig
 from tests.state.conftest import Children, wait_for_line
 
@@ -104,7 +104,8 @@ def test_offset_sums_cover_every_task_directory(tmp_path: Path, caplog: pytest.L
         directory.checkpoint_for(TaskId(0, 3)).path.write_text("0\n3\na 3 1\n")  # corrupt
         (tmp_path / "app" / "not-a-task").mkdir()
         sums = directory.task_offset_sums(running_active=[TaskId(0, 2), TaskId(1, 0)])
-        assert sums == {TaskId(0, 1): 15, TaskId(0, 2): OFFSET_SUM_RUNNING_ACTIVE, TaskId(1, 0): OFFSET_SUM_RUNNING_ACTIVE}
+        running = OFFSET_SUM_RUNNING_ACTIVE
+        assert sums == {TaskId(0, 1): 15, TaskId(0, 2): running, TaskId(1, 0): running}
         assert "task 0_3: offset sum not reported" in caplog.text
 
 

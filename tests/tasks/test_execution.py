@@ -85,7 +85,8 @@ def windowed_reference(records: list[tuple[str, int]], windows: TimeWindows) -> 
 )
 def test_windowed_count_drops_late_records_like_kafka(records: list[tuple[str, int]], windows: TimeWindows) -> None:
     b = StreamsBuilder()
-    counted = b.stream("clicks", S, S).group_by_key().windowed_by(windows).count("clicks-per-window", retention_ms=10_000)
+    counted = (b.stream("clicks", S, S).group_by_key().windowed_by(windows)
+               .count("clicks-per-window", retention_ms=10_000))
     counted.to_stream().to("out")
     driver = TopologyTestDriver(b.build())
     for key, ts in records:

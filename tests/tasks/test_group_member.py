@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from streams_rt.coordinator.user_data import AssignmentContent, StreamsUserDataCodec
 from streams_rt.protocol import TaskId
@@ -103,8 +103,8 @@ class Listener:
         self.calls.append(("lost", tasks))
 
 
-def member(coordinator: ScriptedCoordinator, listener: Listener, **kw: object) -> GroupMember:
-    config = MemberConfig("app", "scripted", heartbeat_interval_ms=100, session_timeout_ms=1_000, **kw)  # type: ignore[arg-type]
+def member(coordinator: ScriptedCoordinator, listener: Listener, **kw: Any) -> GroupMember:
+    config = MemberConfig("app", "scripted", heartbeat_interval_ms=100, session_timeout_ms=1_000, **kw)
     return GroupMember(config, StreamsMemberCodec(uuid.uuid4()), listener, connect=coordinator.transport)
 
 

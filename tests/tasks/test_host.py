@@ -7,13 +7,13 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -23,7 +23,6 @@ from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
 from streams_rt.runtime.batch_loop import BatchLoop
 from streams_rt.runtime.local import LocalApplication
 from tests.tasks import topologies
-from tests.tasks.topologies import I64, S
 
 pytestmark = pytest.mark.broker
 
@@ -97,7 +96,9 @@ def drain(loop: BatchLoop, timeout_s: float = 120.0) -> list[tuple[Any, Any]]:
 
 
 def output_rows(table: pa.Table | None) -> list[tuple[Any, Any]]:
-    return [] if table is None else list(zip(table.column("key").to_pylist(), table.column("value").to_pylist()))
+    if table is None:
+        return []
+    return list(zip(table.column("key").to_pylist(), table.column("value").to_pylist(), strict=True))
 
 
 def last_values(rows: list[tuple[Any, Any]]) -> dict[Any, Any]:
@@ -111,7 +112,8 @@ LINES = [" ".join(f"w{(i * 7 + j) % 17}" for j in range(i % 5 + 1)) for i in ran
 def test_word_count_through_a_repartition_topic(apps: Apps, guarantee: str) -> None:
     apps.create_topics({"wc-lines": 3, "wc-counts": 3})
     apps.produce("wc-lines", [(f"line-{i}", line.encode(), 1_000 + i) for i, line in enumerate(LINES)])
-    app, loop = apps.start("word_count", **{"processing.guarantee": guarantee})
+    props: dict[str, Any] = {"processing.guarantee": guarantee}
+    app, loop = apps.start("word_count", **props)
     rows = drain(loop)
     assert last_values(rows) == topologies.word_count_reference(LINES)
     assert {t.subtopology for t in app.owners(loop)} == {0, 1}
@@ -147,13 +149,14 @@ def test_processor_api_store_and_punctuation(apps: Apps) -> None:
                     ("distinct", "4"), ("e", "v")]
 
 
-def read_committed(apps: Apps, topic: str) -> list[tuple[bytes, bytes]]:
+def read_committed(apps: Apps, topic: str) -> list[tuple[bytes | None, bytes | None]]:
     consumer = Consumer({"bootstrap.servers": apps.bootstrap, "group.id": "check", "isolation.level": "read_committed",
                          "enable.partition.eof": True, "auto.offset.reset": "earliest"})
     metadata = consumer.list_topics(apps.topic(topic), timeout=10).topics[apps.topic(topic)]
     partitions = list(metadata.partitions)
     consumer.assign([KafkaTopicPartition(apps.topic(topic), p, 0) for p in partitions])
-    out, done = [], set()
+    out: list[tuple[bytes | None, bytes | None]] = []
+    done: set[int | None] = set()
     while len(done) < len(partitions):
         message = consumer.poll(10)
         assert message is not None, "output topic read stalled"
@@ -220,7 +223,7 @@ def test_kill_9_of_a_host_fails_over_to_its_standby(apps: Apps) -> None:
 
 def test_deserialization_errors_fail_or_are_skipped_by_the_handler(apps: Apps) -> None:
     apps.create_topics({"nb-in": 1, "nb-out": 1})
-    good = [(f"k{i}", i.to_bytes(8, "big"), 1_000 + i) for i in range(5)]
+    good: list[tuple[str | None, bytes | None, int]] = [(f"k{i}", i.to_bytes(8, "big"), 1_000 + i) for i in range(5)]
     apps.produce("nb-in", good[:2] + [("bad", b"not-a-long", 1_002)] + good[2:])
     _, loop = apps.start("numbers", hosts=1)
     with pytest.raises(BatchError) as failure:

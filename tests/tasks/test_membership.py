@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +17,7 @@ from streams_rt.rpc.errors import GroupError
 from streams_rt.rpc.messages import HeartbeatResponse, JoinResponse, SyncResponse
 from streams_rt.tasks.membership import (
     TRANSITIONS,
+    Action,
     AssignmentErrorReceived,
     Backoff,
     CallbackKind,
@@ -23,6 +25,7 @@ from streams_rt.tasks.membership import (
     CompleteReconciliation,
     CoordinatorUnreachable,
     Crashed,
+    Event,
     GroupRefused,
     HeartbeatAnswered,
     HeartbeatFailed,
@@ -45,8 +48,8 @@ T = [TaskId(0, p) for p in range(4)]
 SESSION_MS = 10_000
 
 
-def make(now: int = 0, **kw: object) -> Membership:
-    cfg = MemberConfig("app", "grpc://127.0.0.1:1", session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1_000, **kw)  # type: ignore[arg-type]
+def make(now: int = 0, **kw: Any) -> Membership:
+    cfg = MemberConfig("app", "grpc://127.0.0.1:1", session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1_000, **kw)
     codec = StreamsMemberCodec(uuid.uuid4())
     return Membership(cfg, codec.decode_assignment, codec.latest_supported_version, now)
 
@@ -58,21 +61,21 @@ def assignment(gen: int, active: list[TaskId], version: int = 11, common: int = 
     return SyncAnswered(SyncResponse(ready=True, generation=gen, protocol=protocol, user_data=data))
 
 
-def callbacks(actions: list) -> list[tuple[str, frozenset[TaskId]]]:
+def callbacks(actions: list[Action]) -> list[tuple[str, frozenset[TaskId]]]:
     return [(a.kind.value, a.tasks) for a in actions if isinstance(a, RunCallback)]
 
 
-def join_and_sync(m: Membership, gen: int, active: list[TaskId], now: int = 0, **kw: object) -> list:
+def join_and_sync(m: Membership, gen: int, active: list[TaskId], now: int = 0, **kw: Any) -> list[Action]:
     """Take the member from needing a join to holding `active` at `gen`; returns the actions of the
     assignment."""
     actions = m.poll()
     assert isinstance(actions[-1], SendJoin) and m.state is MemberState.JOINING
     assert m.handle(JoinAnswered(JoinResponse(member_id="m1")), now) == []
     assert m.state is MemberState.SYNCING and isinstance(m.poll()[0], SendSync)
-    return reconcile(m, m.handle(assignment(gen, active, **kw), now), now)  # type: ignore[arg-type]
+    return reconcile(m, m.handle(assignment(gen, active, **kw), now), now)
 
 
-def reconcile(m: Membership, actions: list, now: int = 0) -> list:
+def reconcile(m: Membership, actions: list[Action], now: int = 0) -> list[Action]:
     """What the driver does on CompleteReconciliation: report that the callbacks before it ran."""
     if CompleteReconciliation() in actions:
         assert actions[-1] == CompleteReconciliation() and m.state is MemberState.RECONCILING
@@ -294,13 +297,14 @@ ANSWERS = st.one_of(
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(ANSWERS, max_size=25), st.booleans())
-def test_any_answer_sequence_keeps_the_books_straight(answers: list, static: bool) -> None:
+def test_any_answer_sequence_keeps_the_books_straight(answers: list[tuple[str, Any]], static: bool) -> None:
     m = make(group_instance_id="s" if static else None)
     held: frozenset[TaskId] = frozenset()
     now = 0
     for kind, response in answers:
         now += 3_000
         actions = m.poll()
+        event: Event
         if kind == "join":
             event = JoinAnswered(response)
         elif kind == "sync":
@@ -321,7 +325,7 @@ def test_any_answer_sequence_keeps_the_books_straight(answers: list, static: boo
     assert follow(held, m.handle(CloseRequested(leave=True), now)) == frozenset()
 
 
-def follow(held: frozenset[TaskId], actions: list) -> frozenset[TaskId]:
+def follow(held: frozenset[TaskId], actions: list[Action]) -> frozenset[TaskId]:
     """What the listener holds after these callbacks; each must make sense for what it held."""
     for action in actions:
         if isinstance(action, RunCallback):

@@ -36,7 +36,7 @@ def page_views(suffix: str = "") -> Topology:
 def page_views_reference(views: list[tuple[str, int]], partitions: int) -> dict[tuple[str, int], int]:
     """Per partition (a task's stream time is its own), Kafka's late-record rule record by record."""
     counts: dict[tuple[str, int], int] = defaultdict(int)
-    observed = defaultdict(lambda: -1)
+    observed: defaultdict[int, int] = defaultdict(lambda: -1)
     for page, ts in views:
         p = partition_for(page.encode(), partitions)
         observed[p] = max(observed[p], ts)
@@ -49,7 +49,8 @@ def page_views_reference(views: list[tuple[str, int]], partitions: int) -> dict[
 def enrich_orders(suffix: str = "") -> Topology:
     b = StreamsBuilder()
     customers = b.table(f"eo-customers{suffix}", S, S, store="customers")
-    b.stream(f"eo-orders{suffix}", S, S).join(customers, lambda order, name: f"{order}:{name}").to(f"eo-enriched{suffix}", S, S)
+    orders = b.stream(f"eo-orders{suffix}", S, S)
+    orders.join(customers, lambda order, name: f"{order}:{name}").to(f"eo-enriched{suffix}", S, S)
     return b.build()
 
 

@@ -104,7 +104,7 @@ def write_batch(keys: Iterable[bytes], values: Iterable[bytes | None]) -> rocksd
     """One WriteBatch of puts and deletes (None), for commits and changelog batches alike."""
     batch = rocksdict.WriteBatch(raw_mode=True)
     put, delete = batch.put, batch.delete
-    for key, value in zip(keys, values):
+    for key, value in zip(keys, values, strict=True):
         if value is None:
             delete(key)
         else:

@@ -20,7 +20,7 @@ class _InMemory:
     _pending: dict[bytes, bytes | None]
 
     def __init__(self) -> None:
-        self._data: SortedDict | None = None
+        self._data: SortedDict[bytes, bytes] | None = None
         self._offset: int | None = None
 
     def open(self) -> None:
@@ -44,7 +44,7 @@ class _InMemory:
         return self._data is not None
 
     @property
-    def data(self) -> SortedDict:
+    def data(self) -> SortedDict[bytes, bytes]:
         if self._data is None:
             raise StoreClosedError(f"store {self.name} is closed")
         return self._data
@@ -87,14 +87,15 @@ class InMemoryKeyValueStore(_InMemory, KeyValueStore):
         self._apply(pending.items(), changelog_offset)
 
     def apply_changelog(self, keys: Sequence[bytes], values: Sequence[bytes | None], last_offset: int) -> None:
-        self._apply(zip(keys, values), last_offset)
+        self._apply(zip(keys, values, strict=True), last_offset)
 
 
 class InMemoryWindowStore(_InMemory, WindowStore):
     """Composite keys in one sorted dict, with the segment of each window kept beside it so that
     retention drops whole segments, as the RocksDB store does."""
 
-    def __init__(self, name: str, retention_ms: int, window_size_ms: int, segment_interval_ms: int | None = None) -> None:
+    def __init__(self, name: str, retention_ms: int, window_size_ms: int,
+                 segment_interval_ms: int | None = None) -> None:
         WindowStore.__init__(self, name, retention_ms, window_size_ms, segment_interval_ms)
         _InMemory.__init__(self)
         self._segments: dict[int, set[bytes]] = {}

@@ -31,8 +31,8 @@ from streams_rt.state.errors import StateError, StatePathError, StoreClosedError
 from streams_rt.state.paths import ensure_directory, file_kind, read_regular_file
 from streams_rt.state.stores.base import StateStore
 from streams_rt.state.stores.rocksdb_options import (
-    LEVEL0_SLOWDOWN_WRITES_TRIGGER,
     DEFAULT_SETTINGS,
+    LEVEL0_SLOWDOWN_WRITES_TRIGGER,
     RocksDBSettings,
     restore_options,
     store_options,
@@ -50,7 +50,7 @@ DAMAGE_MARKER = "STREAMS-RT-DAMAGED"
 RAW_SCAN_ENTRIES = 32
 
 _WAL_OFF = rocksdict.WriteOptions()
-_WAL_OFF.disable_wal = True
+_WAL_OFF.disable_wal = True  # type: ignore[method-assign, assignment]  # a property; rocksdict's stub says a method
 _WAL_ON = rocksdict.WriteOptions()
 
 # RocksDB IO errors that a wipe and a restore repair (the data is gone or unreadable where it lies)
@@ -268,7 +268,7 @@ class RocksDBStore(StateStore):
         marked on disk."""
         try:
             iterator.status()
-        except Exception as exc:  # noqa: BLE001 - rocksdict raises plain Exceptions
+        except Exception as exc:  # rocksdict raises plain Exceptions
             typed = self._typed(exc)
             if typed is None:
                 raise

@@ -48,7 +48,8 @@ def default_segment_interval(retention_ms: int) -> int:
 class WindowStore(StateStore):
     """put at a window start; fetch one key over a time range; fetch all; retention by segment."""
 
-    def __init__(self, name: str, retention_ms: int, window_size_ms: int, segment_interval_ms: int | None = None) -> None:
+    def __init__(self, name: str, retention_ms: int, window_size_ms: int,
+                 segment_interval_ms: int | None = None) -> None:
         StateStore.__init__(self, name)  # not super(): a backend's own __init__ follows in the MRO
         if retention_ms < window_size_ms:
             raise ValueError(f"retention ({retention_ms} ms) must be at least the window size ({window_size_ms} ms)")
@@ -122,7 +123,7 @@ class WindowStore(StateStore):
         interval, retention = self.segment_interval_ms, self.retention_ms
         newest = self.stream_time
         writes: list[SegmentWrite] = []
-        for composite, value in zip(keys, values):
+        for composite, value in zip(keys, values, strict=True):
             start = int.from_bytes(composite[-TS_BYTES:], "big")
             newest = max(newest, start)
             segment_id = start // interval
@@ -239,9 +240,11 @@ class RocksDBWindowStore(WindowStore, RocksDBStore):
         segment = self._segments.get(segment_id)
         if segment is None:
             name = f"{_SEGMENT_PREFIX}{segment_id}"
+            db = self.db
+            assert self._options is not None  # set by _open_db, as the open db shows
             with self._typed_failures():
-                cf = self.db.create_column_family(name, self._options)
-            segment = (cf, self.db.get_column_family_handle(name))
+                cf = db.create_column_family(name, self._options)
+            segment = (cf, db.get_column_family_handle(name))
             self._segments[segment_id] = segment
         return segment[1]
 

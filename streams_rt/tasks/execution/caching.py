@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streams_rt.state.stores import KeyValueStore, WindowStore
+from streams_rt.state.stores.typed import serialized_key
 from streams_rt.topology import Serde, Windowed
 
 ENTRY_OVERHEAD_BYTES = 120  # dict slot, tuple, timestamp int
@@ -124,14 +125,14 @@ class CachedKeyValue(_Cache):
 
     def load(self, key: Any) -> Any:
         """The store's value (uncommitted writes included), past the cache."""
-        return self.values.deserialize(self.store.get(self.keys.serialize(key)))  # type: ignore[arg-type]
+        return self.values.deserialize(self.store.get(serialized_key(self.keys, key)))
 
     def put(self, key: Any, value: Any, timestamp: int) -> None:
         """None deletes."""
         self._put(key, value, timestamp)
 
     def _write(self, cache_key: Any, value: Any) -> None:
-        self.store.put(self.keys.serialize(cache_key), self.values.serialize(value))  # type: ignore[arg-type]
+        self.store.put(serialized_key(self.keys, cache_key), self.values.serialize(value))
 
     def _record(self, cache_key: Any, value: Any, timestamp: int) -> Rec:
         return (cache_key, value, timestamp, -1)
@@ -150,7 +151,7 @@ class CachedWindows(_Cache):
         hit = self.dirty.get((key, window_start))
         if hit is not None:
             return hit[0]
-        found = self.store.fetch(self.keys.serialize(key), window_start, window_start)  # type: ignore[arg-type]
+        found = self.store.fetch(serialized_key(self.keys, key), window_start, window_start)
         return self.values.deserialize(found[0][1]) if found else None
 
     def put(self, key: Any, window_start: int, value: Any, timestamp: int) -> None:
@@ -158,7 +159,7 @@ class CachedWindows(_Cache):
 
     def _write(self, cache_key: Any, value: Any) -> None:
         key, start = cache_key
-        self.store.put(self.keys.serialize(key), self.values.serialize(value), start)  # type: ignore[arg-type]
+        self.store.put(serialized_key(self.keys, key), self.values.serialize(value), start)
 
     def _record(self, cache_key: Any, value: Any, timestamp: int) -> Rec:
         key, start = cache_key

@@ -211,7 +211,7 @@ class BranchExec(Exec):
                         routed[-1].append(record)
         except Exception as e:
             raise UserCodeError(self.name, record, e) from e
-        for child, batch in zip(self.children, routed):
+        for child, batch in zip(self.children, routed, strict=True):
             if batch:
                 child.process(batch)
 
@@ -473,7 +473,7 @@ class SinkExec(Exec):
         keys, values = [r[0] for r in records], [r[1] for r in records]
         try:
             rows = [(topic, k, v, r[2], r[0], r[1]) for r, k, v in
-                    zip(records, self.keys.serialize_many(keys), self.values.serialize_many(values))]
+                    zip(records, self.keys.serialize_many(keys), self.values.serialize_many(values), strict=True)]
         except Exception as e:
             raise self._locate(records, lambda r: (kser(r[0]), vser(r[1])), e) from e
         self.emit(rows)

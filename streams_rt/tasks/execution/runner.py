@@ -170,7 +170,8 @@ class SubtopologyRunner:
             store, definition = self._stores[name], self._definitions[name]
             if not isinstance(store, KeyValueStore):
                 raise TypeError(f"store {name} is not a key-value store")
-            cached = self._cached[name] = CachedKeyValue(store, definition.key_serde, definition.value_serde, self.cache)
+            cached = CachedKeyValue(store, definition.key_serde, definition.value_serde, self.cache)
+            self._cached[name] = cached
         assert isinstance(cached, CachedKeyValue)
         return cached
 
@@ -220,6 +221,7 @@ class SubtopologyRunner:
                 values.deserialize_many(list(map(_value, run))),
                 [ts[1] for ts in map(_timestamp_pair, run)],
                 range(base, base + len(run)),
+                strict=True,
             ))
         except Exception:  # noqa: BLE001 - any serde failure: found and handled record by record
             records = self._deserialize_one_by_one(run, base, keys.deserialize, values.deserialize)

@@ -1,15 +1,17 @@
-"""PySpark alone, no streams_rt: a Python streaming data source with admission control runs real micro-batches in local[2] and in
-local-cluster[2,1,1024] (separate executor JVMs and Python workers)."""
+"""PySpark alone, no streams_rt: a Python streaming data source with admission control runs real
+micro-batches in local[2] and in local-cluster[2,1,1024] (separate executor JVMs and Python workers)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
+from pyspark.sql.types import StructType
 
 TOTAL_ROWS = 20
 ROWS_PER_BATCH = 10
@@ -23,21 +25,22 @@ class _RangePartition(InputPartition):
 class _BoundedRangeReader(DataSourceStreamReader):
     """Offsets 0..TOTAL_ROWS, admitted at most ROWS_PER_BATCH per micro-batch, two partitions each."""
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, int]:
         return {"offset": 0}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(ROWS_PER_BATCH)
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         cap = limit.max_rows if isinstance(limit, ReadMaxRows) else TOTAL_ROWS
         return {"offset": min(TOTAL_ROWS, start["offset"] + cap)}
 
-    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         middle = (start["offset"] + end["offset"]) // 2
         return [_RangePartition(start["offset"], middle), _RangePartition(middle, end["offset"])]
 
-    def read(self, partition: _RangePartition):
+    def read(self, partition: InputPartition) -> Iterator[tuple[int, int]]:
+        assert isinstance(partition, _RangePartition)
         executor_pid = _executor_jvm_pid()
         for value in range(partition.start, partition.end):
             yield (value, executor_pid)
@@ -63,7 +66,7 @@ class BoundedRangeSource(DataSource):
     def schema(self) -> str:
         return "value INT, executor_pid INT"
 
-    def streamReader(self, schema):
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return _BoundedRangeReader()
 
 
@@ -93,7 +96,9 @@ def test_two_micro_batches_in_local_cluster(spark_cluster: SparkSession) -> None
     values, batches, executor_pids = _run_two_batches(spark_cluster, "range_cluster")
     assert values == list(range(TOTAL_ROWS))
     assert batches == 2
-    driver_jvm_pid = spark_cluster.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    jvm = spark_cluster.sparkContext._jvm
+    assert jvm is not None
+    driver_jvm_pid = jvm.java.lang.ProcessHandle.current().pid()
     assert len(executor_pids) == 2 and -1 not in executor_pids, (
         f"rows must come from Python workers of 2 distinct executor JVMs, got {executor_pids}")
     assert driver_jvm_pid not in executor_pids

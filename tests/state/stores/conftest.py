@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,8 @@ def changelog() -> RecordingChangelog:
 
 @pytest.fixture(params=["rocksdb", "memory"])
 def kv(request: pytest.FixtureRequest, tmp_path: Path, changelog: RecordingChangelog) -> Iterator[KeyValueStore]:
-    store: KeyValueStore = RocksDBKeyValueStore("kv", tmp_path) if request.param == "rocksdb" else InMemoryKeyValueStore("kv")
+    store: KeyValueStore = (RocksDBKeyValueStore("kv", tmp_path) if request.param == "rocksdb"
+                            else InMemoryKeyValueStore("kv"))
     store.open()
     store.attach_changelog(changelog)
     yield store
@@ -44,7 +46,7 @@ def kv(request: pytest.FixtureRequest, tmp_path: Path, changelog: RecordingChang
 
 @pytest.fixture(params=["rocksdb", "memory"])
 def windows(request: pytest.FixtureRequest, tmp_path: Path, changelog: RecordingChangelog) -> Iterator[WindowStore]:
-    shape = {"retention_ms": 10 * MINUTE, "window_size_ms": MINUTE, "segment_interval_ms": 2 * MINUTE}
+    shape: dict[str, Any] = {"retention_ms": 10 * MINUTE, "window_size_ms": MINUTE, "segment_interval_ms": 2 * MINUTE}
     store: WindowStore = (RocksDBWindowStore("win", tmp_path, **shape) if request.param == "rocksdb"
                           else InMemoryWindowStore("win", **shape))
     store.open()

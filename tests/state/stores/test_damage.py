@@ -32,6 +32,8 @@ from tests.state.stores.conftest import MINUTE
 
 KEYS = 1500
 
+Damaged = tuple[RocksDBKeyValueStore, dict[bytes, bytes], Path]  # store, its data, the flipped SST
+
 
 def _key(i: int) -> bytes:
     return b"key-%05d" % i
@@ -50,7 +52,7 @@ def _restored_kv(task_dir: Path) -> tuple[RocksDBKeyValueStore, dict[bytes, byte
 
 
 @pytest.fixture
-def damaged(tmp_path: Path) -> tuple[RocksDBKeyValueStore, dict[bytes, bytes], Path]:
+def damaged(tmp_path: Path) -> Damaged:
     """A restored store with one byte flipped a third into its data's SST file, opened again."""
     store, expected = _restored_kv(tmp_path / "0_4")
     sst = rocksdb_file(store.path, "SST")
@@ -78,7 +80,7 @@ SCANS: dict[str, Callable[[KeyValueStore], Iterable[tuple[bytes, bytes]]]] = {
 
 
 @pytest.mark.parametrize("scan", SCANS)
-def test_a_scan_over_a_damaged_block_raises_naming_the_file(damaged, scan: str) -> None:  # noqa: ANN001
+def test_a_scan_over_a_damaged_block_raises_naming_the_file(damaged: Damaged, scan: str) -> None:
     store, _, sst = damaged
     store.attach_changelog(lambda key, value: None)
     with pytest.raises(StoreCorrupted, match="checksum mismatch") as caught:
@@ -87,7 +89,7 @@ def test_a_scan_over_a_damaged_block_raises_naming_the_file(damaged, scan: str) 
     store.close()
 
 
-def test_point_gets_answer_right_or_raise_and_scans_elsewhere_are_exact(damaged) -> None:  # noqa: ANN001
+def test_point_gets_answer_right_or_raise_and_scans_elsewhere_are_exact(damaged: Damaged) -> None:
     store, expected, sst = damaged
     unreadable = []
     for key, value in expected.items():
@@ -102,7 +104,7 @@ def test_point_gets_answer_right_or_raise_and_scans_elsewhere_are_exact(damaged)
     store.close()
 
 
-def test_damage_found_in_use_is_marked_for_the_next_open(damaged) -> None:  # noqa: ANN001
+def test_damage_found_in_use_is_marked_for_the_next_open(damaged: Damaged) -> None:
     store, _, sst = damaged
     with pytest.raises(StoreCorrupted):
         list(store.all())
@@ -117,12 +119,15 @@ def test_damage_found_in_use_is_marked_for_the_next_open(damaged) -> None:  # no
     store.close()
 
 
-def test_the_error_keeps_no_rocksdb_open(damaged) -> None:  # noqa: ANN001
+def test_the_error_keeps_no_rocksdb_open(damaged: Damaged) -> None:
     """A host reopens while it still holds the error: the error's frames must not keep RocksDB (and
     its LOCK) alive, or the reopen fails."""
     store, _, _ = damaged
-    errors = []
-    for read in (lambda: list(store.range(_key(0), _key(KEYS))), lambda: [store.get(k) for k in map(_key, range(KEYS))]):
+    errors: list[StoreCorrupted] = []
+    reads: tuple[Callable[[], object], ...] = (
+        lambda: list(store.range(_key(0), _key(KEYS))), lambda: [store.get(k) for k in map(_key, range(KEYS))],
+    )
+    for read in reads:
         try:
             read()
         except StoreCorrupted as exc:
