@@ -101,9 +101,10 @@ class LocalApplication:
 
     # -- hosts ---------------------------------------------------------------------------------
     def start_host(self, name: str, env: Mapping[str, str] | None = None,
-                   properties: Mapping[str, Any] | None = None) -> HostProcess:
+                   properties: Mapping[str, Any] | None = None, close_timeout_s: float | None = None) -> HostProcess:
         """A host process; its state lives in `<work_dir>/<name>/state` (kept across restarts).
-        `properties` are this host's own; `env` extra environment (e.g. fault points)."""
+        `properties` are this host's own; `env` extra environment (e.g. fault points);
+        `close_timeout_s` bounds its close (host_main's default otherwise)."""
         directory = self.work_dir / name
         directory.mkdir(exist_ok=True)
         props = {**self.properties, "state.dir": str(directory / "state"), **self._host_properties,
@@ -111,6 +112,8 @@ class LocalApplication:
         ready = directory / "ready.json"
         ready.unlink(missing_ok=True)
         config = {**self.host_config(), "properties": props, "ready_file": str(ready), "watch_pid": os.getpid()}
+        if close_timeout_s is not None:
+            config["close_timeout_s"] = close_timeout_s
         config_file = directory / "host.json"
         config_file.write_text(json.dumps(config))
         log_file = directory / "host.log"

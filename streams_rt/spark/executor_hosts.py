@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streams_rt.processes import still_running
+
 HOST_DIR = "streams-rt-host"
 READY_TIMEOUT_S = 120.0
 
@@ -57,7 +59,7 @@ def ensure_host(spec: HostSpec) -> dict[str, Any]:
     if found is not None and found.get("coordinator") == spec.host_config["coordinator"]:
         return found
     if found is not None:  # a host of an earlier run of the driver: it gives way to this run's
-        _stop(int(found["pid"]))
+        _stop(int(found["pid"]), found.get("started"))
     props = {**spec.host_config["properties"], "state.dir": str(directory / "state")}
     config = {**spec.host_config, "properties": props, "ready_file": str(ready),
               "lock_file": str(directory / "host.lock"), "watch_pid": executor}
@@ -78,16 +80,18 @@ def ensure_host(spec: HostSpec) -> dict[str, Any]:
     return found
 
 
-def _stop(pid: int, timeout_s: float = 60.0) -> None:
+def _stop(pid: int, started: str | None, timeout_s: float = 60.0) -> None:
     """SIGTERM a host (it commits and leaves) and wait for it to exit and release its lock."""
     import signal
 
+    if not still_running(pid, started):
+        return
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
     deadline = time.monotonic() + timeout_s
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+    while still_running(pid, started) and time.monotonic() < deadline:
         time.sleep(0.1)
 
 
@@ -97,6 +101,6 @@ def _read_ready(path: Path, executor: int) -> dict[str, Any] | None:
         record: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if record.get("watch_pid") != executor or not Path(f"/proc/{record.get('pid')}").exists():
+    if record.get("watch_pid") != executor or not still_running(int(record.get("pid", 0)), record.get("started")):
         return None
     return record

@@ -104,6 +104,10 @@ class StreamsRuntime:
         if not self.local:
             self.app.coordinator.request_shutdown("StreamsRuntime.stop()")
             deadline = time.monotonic() + timeout_s
-            while self.app.coordinator.describe()["members"] and time.monotonic() < deadline:
+            while (members := self.app.coordinator.describe()["members"]) and time.monotonic() < deadline:
                 time.sleep(0.1)
+            if members:
+                log.warning("StreamsRuntime.stop(): %d member(s) still in the group after %.0f s (%s); stopping the "
+                            "coordinator anyway: their hosts stop when their executors do", len(members), timeout_s,
+                            ", ".join(sorted(members)))
         self.app.close()

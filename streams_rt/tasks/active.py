@@ -218,6 +218,7 @@ class ActiveTaskRunner:
     def close(self, clean: bool) -> None:
         """Revoked (clean: wait for the batch in flight, then commit and close) or lost (dirty)."""
         with self.lock:
+            self._faults.reached("stall_on_close", self.task)
             if self.core.phase is TaskPhase.RUNNING:
                 self.core.move(TaskPhase.SUSPENDED)
             if self.core.phase is not TaskPhase.CLOSED:

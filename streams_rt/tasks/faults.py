@@ -1,5 +1,6 @@
-"""Crash points for fault tests: `STREAMS_RT_FAULTS=before_commit:1_0,after_commit:*` makes a host
-kill itself with SIGKILL when a task reaches that step, exactly as `kill -9` would at that moment.
+"""Fault points for fault tests: `STREAMS_RT_FAULTS=before_commit:1_0,after_commit:*` makes a host
+kill itself with SIGKILL when a task reaches that step, exactly as `kill -9` would at that moment;
+`stall_on_close:<task>` makes the task's close hang for good, as a stuck disk or broker call would.
 Unset (always, outside tests), nothing happens."""
 
 from __future__ import annotations
@@ -7,13 +8,16 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import threading
 
 from streams_rt.protocol import TaskId
 
 log = logging.getLogger(__name__)
 
 ENV = "STREAMS_RT_FAULTS"
-POINTS = frozenset({"before_commit", "after_commit"})
+KILL_POINTS = frozenset({"before_commit", "after_commit"})
+STALL_POINTS = frozenset({"stall_on_close"})
+POINTS = KILL_POINTS | STALL_POINTS
 
 
 class Faults:
@@ -30,7 +34,12 @@ class Faults:
         return cls(os.environ.get(ENV, ""))
 
     def reached(self, point: str, task: TaskId) -> None:
-        if (point, str(task)) in self._armed or (point, "*") in self._armed:
+        if (point, str(task)) not in self._armed and (point, "*") not in self._armed:
+            return
+        if point in STALL_POINTS:
+            log.warning("fault injection: %s of task %s hangs for good", point, task)
+            threading.Event().wait()
+        else:
             log.warning("fault injection: killing this host at %s of task %s", point, task)
             logging.shutdown()
             os.kill(os.getpid(), signal.SIGKILL)

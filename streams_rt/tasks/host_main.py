@@ -5,14 +5,18 @@ application's properties, the coordinator's address, the topology ('module:attr'
 topics' partition counts (so host and driver agree on the layout), and optionally the instance id
 (this host's `group.instance.id`), the bind address, a process to outlive no longer (`watch_pid`:
 the driver in local mode, the executor's JVM on a cluster), a lock file that makes it the only host
-of its executor, and a file where the host writes its endpoint once it serves. The properties are
+of its executor, a file where the host writes its endpoint once it serves, and the bound on closing
+(`close_timeout_s`, CLOSE_TIMEOUT_S by default). The properties are
 resolved once against the configuration registry; a bad or unknown key stops the host with one log
 line (exit code 2). The host stops cleanly on SIGTERM or SIGINT, when the watched process is gone,
-when the coordinator asks the application to shut down, or when its member fails."""
+when the coordinator asks the application to shut down, or when its member fails. Closing is bounded
+(CLOSE_TIMEOUT_S): a close stuck past it dumps every thread's stack to the log and exits, since a host
+that never exits would hold its executor's state locks for the executor's whole life."""
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
@@ -26,10 +30,16 @@ from typing import Any
 from streams_rt.atomic_file import atomic_write_bytes
 from streams_rt.config import ConfigError, ConfigErrors, resolve
 from streams_rt.config.registry import GROUP_INSTANCE_ID
+from streams_rt.processes import start_time, still_running
 from streams_rt.tasks.host import HostSettings, TaskHost, load_topology
 from streams_rt.tasks.membership import MemberConfig, MemberState
 
 log = logging.getLogger("streams_rt.tasks.host")
+
+# Committing, checkpointing and leaving take seconds; past this, something is stuck. Exiting then
+# loses only the checkpoint: the next owner restores from the changelog (and under
+# exactly_once_v2 the open transaction aborts).
+CLOSE_TIMEOUT_S = 30.0
 
 
 def host_settings(config: Mapping[str, Any]) -> HostSettings:
@@ -75,16 +85,17 @@ def main(argv: list[str] | None = None) -> int:
             log.info("another task host holds %s: this executor has its host", config["lock_file"])
             return 0
     watched = config.get("watch_pid")
-    started = _start_time(watched) if watched else None
+    watched_started = start_time(watched) if watched else None
     host = TaskHost(settings, topology, layout)
     host.start()
     if config.get("ready_file"):
-        ready = {"pid": os.getpid(), "endpoint": host.endpoint, "process_id": str(host.directory.process_id),
+        ready = {"pid": os.getpid(), "started": start_time(os.getpid()), "endpoint": host.endpoint,
+                 "process_id": str(host.directory.process_id),
                  "watch_pid": watched, "coordinator": config["coordinator"]}
         atomic_write_bytes(Path(config["ready_file"]), json.dumps(ready).encode())
     code = 0
     while not stop.wait(0.5):
-        if watched and _start_time(watched) != started:
+        if watched and not still_running(watched, watched_started):
             log.warning("process %s (the driver or the executor) is gone: stopping", watched)
             break
         status = host.member.status()
@@ -96,19 +107,15 @@ def main(argv: list[str] | None = None) -> int:
                       status.failure if status.state is MemberState.FAILED else "the state thread failed")
             code = 2
             break
+    close_timeout_s = float(config.get("close_timeout_s", CLOSE_TIMEOUT_S))
+    log.info("closing: revoking and committing tasks, leaving the group (at most %.0f s)", close_timeout_s)
+    faulthandler.dump_traceback_later(close_timeout_s, exit=True)  # the stacks go to stderr: the host's log
     host.close()
+    faulthandler.cancel_dump_traceback_later()
     if lock is not None:
         lock.close()
+    log.info("stopped (exit code %d)", code)
     return code
-
-
-def _start_time(pid: int) -> str | None:
-    """The process's start time (field 22 of /proc/<pid>/stat): a reused pid has another one."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat[stat.rindex(")") + 2:].split()[19]
 
 
 def _try_lock(path: Path) -> Any:

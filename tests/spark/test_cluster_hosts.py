@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from streams_rt.kafka.dev_broker import BrokerInfo
+from streams_rt.processes import still_running
 from streams_rt.rpc.batches import HostClient
 from tests.spark.test_streams_runtime import Topics, lines, reference, wait_for
 
@@ -47,6 +48,15 @@ def test_each_executor_hosts_tasks(spark_cluster: SparkSession, kafka_broker: Br
         query.stop()
         runtime.stop()
     deadline = time.monotonic() + 60
-    while any(Path(f"/proc/{h['pid']}").exists() for h in hosts) and time.monotonic() < deadline:
+    while any(still_running(h["pid"], h["started"]) for h in hosts) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not any(Path(f"/proc/{h['pid']}").exists() for h in hosts), "hosts leave with the application"
+    lingering = [h for h in hosts if still_running(h["pid"], h["started"])]
+    assert not lingering, "hosts leave with the application:\n" + "\n".join(host_log_tail(h["pid"]) for h in lingering)
+
+
+def host_log_tail(pid: int, chars: int = 4000) -> str:
+    """A live host's log (host.log in its working directory), for the failure message."""
+    try:
+        return f"host {pid}:\n" + (Path(f"/proc/{pid}/cwd") / "host.log").read_text(errors="replace")[-chars:]
+    except OSError as e:
+        return f"host {pid}: no log ({e})"

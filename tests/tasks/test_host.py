@@ -282,3 +282,28 @@ def test_hosts_serve_batches_over_tls_when_it_is_switched_on(apps: Apps, tmp_pat
     with HostClient(endpoint, secret=app.coordinator.secret, timeout_s=5) as untrusting:
         with pytest.raises(BatchError, match="UNAVAILABLE"):
             untrusting.status()
+
+
+def test_a_host_whose_close_hangs_exits_after_its_close_timeout_and_loses_nothing(apps: Apps) -> None:
+    """A task whose close never returns (a stuck disk or broker call) must not keep its host, and the
+    executor's state locks, for good: past `close_timeout_s` the host logs every thread's stack and
+    exits. Its tasks were not checkpointed; the restarted host restores them and the counts are
+    still right."""
+    apps.create_topics({"wc-lines": 1, "wc-counts": 1})
+    apps.produce("wc-lines", [(f"line-{i}", line.encode(), 1_000 + i) for i, line in enumerate(LINES)])
+    app, loop = apps.start("word_count", hosts=1, **{"max.records.per.task.per.batch": 200})
+    app.stop_host("host-0")
+    app.start_host("host-0", env={"STREAMS_RT_FAULTS": "stall_on_close:1_0"}, close_timeout_s=3)
+    app.wait_until_running(loop)
+    rows = output_rows(loop.run_once().rows())
+    host = app.hosts["host-0"]
+    started = time.monotonic()
+    assert app.stop_host("host-0", timeout_s=30) == 1  # faulthandler's exit
+    assert time.monotonic() - started < 30
+    log = host.log_tail(20_000)
+    assert "stall_on_close of task 1_0 hangs for good" in log
+    assert "Timeout (0:00:03)!" in log and "in close" in log, log  # the stacks say where it hung
+    app.start_host("host-0")
+    app.wait_until_running(loop)
+    rows += drain(loop)
+    assert last_values(rows) == topologies.word_count_reference(LINES)
