@@ -14,7 +14,7 @@ import pyarrow.flight as flight
 
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.rpc.auth import SharedSecret
-from streams_rt.rpc.transport import call_options
+from streams_rt.rpc.transport import call_options, flight_client
 
 MAX_TICKET_BYTES = 1 << 20
 
@@ -95,8 +95,7 @@ class HostClient:
         """`secret` defaults to the one the driver handed this process (from the environment);
         `tls_root_certs` (PEM) are what a `grpc+tls://` host's certificate must lead to."""
         self.endpoint = endpoint
-        pem = tls_root_certs.decode("ascii") if tls_root_certs is not None else None  # PEM is ASCII text
-        self._client = flight.FlightClient(endpoint, tls_root_certs=pem)
+        self._client = flight_client(endpoint, tls_root_certs)
         chosen = secret if secret is not None else SharedSecret.from_environment()
         headers = chosen.call_headers() if chosen is not None else []
         self._options = call_options(timeout_s, headers)
