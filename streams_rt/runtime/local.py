@@ -118,8 +118,8 @@ class LocalApplication:
         config_file.write_text(json.dumps(config))
         log_file = directory / "host.log"
         secret = self.coordinator.secret.environment() if self.coordinator.secret is not None else {}
-        env = dict(os.environ, **secret, **(env or {}),
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+        env = {**os.environ, **secret, **(env or {}),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
         with open(log_file, "ab") as out:
             proc = subprocess.Popen([sys.executable, "-m", "streams_rt.tasks.host_main", "--config", str(config_file)],
                                     stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(REPO_ROOT))

@@ -102,9 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         if status.shutdown_requested:
             log.warning("the application was asked to shut down: stopping")
             break
-        if host.failed:
-            log.error("stopping: %s",
-                      status.failure if status.state is MemberState.FAILED else "the state thread failed")
+        if host.failed:  # the member or the state thread has logged why, once
+            log.info("stopping: %s", "the member failed" if status.state is MemberState.FAILED
+                     else "the state thread failed")
             code = 2
             break
     close_timeout_s = float(config.get("close_timeout_s", CLOSE_TIMEOUT_S))

@@ -539,7 +539,10 @@ class Membership:
     def _fail(self, failure: MemberFailed) -> list[Action]:
         """A stopped member must not keep processing: another may own its tasks now."""
         self.failure = failure
-        log.error("member %s (instance %s) stopped: %s", self.member_id, self.config.group_instance_id, failure)
+        who = self.member_id or "(not joined yet)"
+        if self.config.group_instance_id is not None:
+            who += f", instance {self.config.group_instance_id}"
+        log.error("member %s stopped: %s", who, failure)
         actions = self._lose_all()
         self._move(MemberState.FAILED)
         return actions

@@ -96,6 +96,27 @@ def test_restart_reads_only_the_tail_after_the_stores_own_offset(written: StateC
     assert listener.restored("kv") == 0
 
 
+def test_a_store_behind_its_checkpoint_resumes_from_its_own_offset(
+    written: StateConfig, reopen: Reopen, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The checkpoint file says more than the store holds (e.g. a store directory put back from an
+    older copy): the store's own offset, written with its data, decides where the restore resumes."""
+    store = _kv_store(written)
+    store.open()
+    applied = store.applied_offset()
+    assert applied is not None and applied > 100
+    key, value = next(iter(expected_kv(COMMITS, PER_COMMIT).items()))
+    store.apply_changelog([key], [value], applied - 100)  # the same data, an older own offset
+    store.sync()
+    store.close()
+    with caplog.at_level(logging.INFO):
+        state, listener = reopen()
+    assert f"its own offset {applied - 100} is behind the checkpoint's" in caplog.text
+    assert listener.starts("kv") == [applied - 99]
+    assert 0 < listener.restored("kv") <= 100  # only the tail the store had not applied
+    assert _kv_contents(state) == expected_kv(COMMITS, PER_COMMIT)
+
+
 @pytest.mark.parametrize(
     ("damage", "why"),
     [

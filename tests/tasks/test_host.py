@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
 from streams_rt.runtime.batch_loop import BatchLoop
 from streams_rt.runtime.local import LocalApplication
@@ -307,3 +308,19 @@ def test_a_host_whose_close_hangs_exits_after_its_close_timeout_and_loses_nothin
     app.wait_until_running(loop)
     rows += drain(loop)
     assert last_values(rows) == topologies.word_count_reference(LINES)
+
+
+def test_a_host_with_another_runs_secret_stops_with_one_line_and_the_group_goes_on(apps: Apps) -> None:
+    """A host started with the wrong secret (another run's, say) cannot join: it stops with exit code
+    2 and one error line saying why, and the application's own host keeps every task."""
+    apps.create_topics({"wc-lines": 2, "wc-counts": 2})
+    apps.produce("wc-lines", [(f"line-{i}", line.encode(), 1_000 + i) for i, line in enumerate(LINES)])
+    app, loop = apps.start("word_count", hosts=1)
+    intruder = app.start_host("intruder", env=SharedSecret.generate().environment())
+    assert intruder.proc.wait(60) == 2
+    errors = [line for line in intruder.log_tail(20_000).splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "secret" in errors[0], errors
+    rows = drain(loop)
+    assert last_values(rows) == topologies.word_count_reference(LINES)
+    owners = set(app.owners(loop).values())
+    assert len(owners) == 1 and None not in owners  # host-0 alone, every task owned
