@@ -1,15 +1,19 @@
 """A topology as a streaming DataFrame in local[2], end to end on the real broker: results equal a
-plain Python reference; a host killed mid-stream fails over to its standby without failing the
-query; an added host takes some tasks while the others keep advancing; a driver restart from the
-checkpoint location counts nothing twice; a bad configuration is one clear error."""
+plain Python reference; a host killed mid-batch fails over to its standby without failing the
+query, the other tasks pausing only while the one micro-batch that waits for it lasts; an added
+host takes some tasks while the others keep advancing; a driver restart from the checkpoint
+location counts nothing twice; a bad configuration is one clear error."""
 
 from __future__ import annotations
 
 import collections
+import datetime
 import itertools
+import statistics
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,9 @@ from pyspark.sql.streaming.query import StreamingQuery
 from streams_rt import StreamsRuntime
 from streams_rt.config import ConfigError
 from streams_rt.kafka.dev_broker import BrokerInfo
+from streams_rt.protocol import TaskId
+from streams_rt.rpc.batches import HostClient
+from streams_rt.runtime.batch_loop import BatchLoop
 
 pytestmark = pytest.mark.broker
 
@@ -164,26 +171,166 @@ def parquet_counts(spark: SparkSession, path: Path) -> dict[str, int]:
     return found
 
 
-def test_a_killed_host_fails_over_to_its_standby_and_the_query_goes_on(
+@dataclass(frozen=True)
+class MicroBatch:
+    """One micro-batch as Spark's progress reports it: when it ran (epoch seconds)."""
+
+    batch_id: int
+    start: float
+    end: float
+
+    @classmethod
+    def of(cls, progress: dict[str, Any]) -> MicroBatch:
+        start = datetime.datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
+        return cls(progress["batchId"], start, start + progress["durationMs"]["triggerExecution"] / 1000)
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Round:
+    """Every source task's owner, phase and committed position (as its host reports it) at `at`."""
+
+    at: float
+    tasks: dict[TaskId, tuple[str | None, str, int]]
+
+    @classmethod
+    def sample(cls, loop: BatchLoop) -> Round:
+        _, statuses = loop.status()
+        return cls(time.time(), {t: (s.owner, s.phase, sum(s.positions.values()))
+                                 for t, s in statuses.items() if t.subtopology == 0})
+
+
+def progress_id(query: StreamingQuery) -> int:
+    return query.lastProgress["batchId"] if query.lastProgress else -1
+
+
+def member_and_standbys(runtime: StreamsRuntime, host: str) -> tuple[str, set[str]]:
+    with HostClient(runtime.app.hosts[host].endpoint or "", secret=runtime.app.coordinator.secret) as client:
+        status = client.status()
+    return status["member_id"], set(status["standby"])
+
+
+def produce_for(topics: Topics, produced: list[str], seconds: float) -> None:
+    """Input all along: a few lines every quarter of a second, so every micro-batch has some."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        batch = lines(len(produced), 6)
+        topics.produce(batch, len(produced))
+        produced += batch
+        time.sleep(min(0.25, left))
+
+
+def known_positions(rounds: list[Round]) -> list[dict[TaskId, int]]:
+    """Each round's positions; a task whose owner has not yet reported for the current generation
+    (phase ASSIGNED after a rebalance) keeps its last known one."""
+    out: list[dict[TaskId, int]] = []
+    for r in rounds:
+        last = out[-1] if out else {}
+        out.append({t: p if phase == "RUNNING" else last.get(t, p) for t, (_, phase, p) in r.tasks.items()})
+    return out
+
+
+def print_failover(rounds: list[Round], positions: list[dict[TaskId, int]], batches: dict[int, MicroBatch],
+                   killed_at: float, hosts: dict[str, str], waiting: MicroBatch, held: list[tuple[int, int]]) -> None:
+    """Every round (owner/phase/position per source task) and every micro-batch around the kill,
+    in seconds from the kill, then the pause: the micro-batch that waited, and the rounds held back."""
+    print("\nper round, each source task as owner/phase/position (seconds from the kill of h0):")
+    for r, at in zip(rounds, positions, strict=True):
+        cells = (f"{t}:{hosts.get(owner or '', '--')}/{phase[:3]}/{at[t]}" for t, (owner, phase, _) in r.tasks.items())
+        print(f"  round {r.at - killed_at:+7.2f} s  " + "  ".join(sorted(cells)))
+    shown = [mb for mb in sorted(batches.values(), key=lambda mb: mb.batch_id)
+             if rounds[0].at <= mb.end and mb.start <= rounds[-1].at]
+    print("micro-batches: " + ", ".join(f"{mb.batch_id} {mb.start - killed_at:+.2f}..{mb.end - killed_at:+.2f}"
+                                        for mb in shown))
+    others = sorted(mb.seconds for mb in shown if mb != waiting)
+    print(f"pause: micro-batch {waiting.batch_id} ({waiting.start - killed_at:+.2f}..{waiting.end - killed_at:+.2f} s) "
+          f"took {waiting.seconds:.2f} s, the others median {statistics.median(others):.2f} s, max {others[-1]:.2f} s "
+          f"(session.timeout.ms {FAST['session.timeout.ms']}); h1's source tasks held back in rounds "
+          + (", ".join(f"{rounds[i].at - killed_at:+.2f}..{rounds[j].at - killed_at:+.2f}" for i, j in held) or "none"))
+
+
+def test_a_host_killed_mid_batch_fails_over_to_its_standby_and_only_that_batch_waits(
     spark: SparkSession, topics: Topics, tmp_path: Path, runtimes: list[StreamsRuntime]
 ) -> None:
-    texts = lines(0, 300)
-    topics.produce(texts)
+    """host-0 is killed (SIGKILL) while micro-batches run back to back: its tasks continue on
+    host-1 from their standbys, the query never fails and the counts equal the reference. Each
+    round samples every source task's position as its host reports it. host-1's own source tasks
+    advance between every pair of rounds except while the one micro-batch that asked the dead
+    host for a batch waits for the failover (session.timeout.ms, then the takeover): Spark runs
+    one micro-batch at a time and one completes only when all its partitions are read. The rounds
+    and that pause are printed."""
+    produced = lines(0, 200)
+    topics.produce(produced)
     runtime = topics.runtime(spark, tmp_path, f"kill-{uuid.uuid4().hex[:8]}",
-                             **{"num.standby.replicas": 1, "max.records.per.task.per.batch": 50})
+                             **{"num.standby.replicas": 1, "max.records.per.task.per.batch": 30})
     runtimes.append(runtime)
     table = f"k_{uuid.uuid4().hex[:8]}"
-    query = runtime.stream().writeStream.format("memory").queryName(table).start()
+    query = (runtime.stream().writeStream.format("memory").queryName(table)
+             .trigger(processingTime="100 milliseconds").start())
+    loop = runtime.app.loop()
+    batches: dict[int, MicroBatch] = {}
+    rounds: list[Round] = []
+
+    def sample_round() -> None:
+        batches.update({p["batchId"]: MicroBatch.of(p) for p in query.recentProgress})
+        rounds.append(Round.sample(loop))
+
     try:
-        deadline = time.monotonic() + 60
-        while not spark.sql(f"SELECT * FROM {table}").count() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_for(spark, query, table, reference(produced))
+        (victim, _), (survivor, standbys) = (member_and_standbys(runtime, h) for h in ("host-0", "host-1"))
+        owners = runtime.app.owners(loop)
+        moving = {t for t, owner in owners.items() if owner == victim}
+        staying = sorted(t for t, owner in owners.items() if owner == survivor and t.subtopology == 0)
+        counting = {str(t) for t in moving if t.subtopology == 1}  # stateful: each has a standby
+        assert moving and staying and counting and counting <= standbys, (owners, standbys)
+        warm_up = time.time()
+        produce_for(topics, produced, 3.0)
+        batches.update({p["batchId"]: MicroBatch.of(p) for p in query.recentProgress})
+        # A task's reads are at most two micro-batches apart: a round that long has one.
+        period = max(1.0, 2 * max(mb.seconds for mb in batches.values() if mb.start >= warm_up))
+        for _ in range(2):
+            produce_for(topics, produced, period)
+            sample_round()
+        seen, deadline = progress_id(query), time.monotonic() + 60
+        while progress_id(query) == seen or query.status["message"] != "Processing new data":
+            assert time.monotonic() < deadline, query.status
+            time.sleep(0.01)  # a micro-batch that began after the last input, so it has some for every task, is reading
+        killed_at = time.time()
         runtime.app.stop_host("host-0", kill=True)
-        more = lines(300, 300)
-        topics.produce(more, 300)
-        wait_for(spark, query, table, reference(texts + more))
+        deadline, after_failover = time.monotonic() + 120, 0
+        while after_failover < 2:
+            assert query.exception() is None, query.exception()
+            assert time.monotonic() < deadline, f"host-0's tasks not running on host-1: {rounds[-1]}"
+            produce_for(topics, produced, period)
+            sample_round()
+            if all(rounds[-1].tasks[t][:2] == (survivor, "RUNNING") for t in moving if t.subtopology == 0):
+                after_failover += 1
+        wait_for(spark, query, table, reference(produced))
+        batches.update({p["batchId"]: MicroBatch.of(p) for p in query.recentProgress})
         assert query.exception() is None
+        assert all(owner == survivor for t, owner in runtime.app.owners(loop).items() if t in moving)
+
+        positions = known_positions(rounds)
+        first_running = next(i for i, r in enumerate(rounds) if r.at > killed_at and all(
+            r.tasks[t][:2] == (survivor, "RUNNING") for t in moving if t.subtopology == 0))
+        after_kill = [mb for mb in batches.values() if mb.end > killed_at]
+        waiting = max(after_kill, key=lambda mb: mb.seconds)  # the micro-batch that waited for the failover
+        following = min((mb for mb in after_kill if mb.batch_id > waiting.batch_id), key=lambda mb: mb.batch_id)
+        held = [(i, j) for i, j in itertools.pairwise(range(len(rounds)))
+                if any(positions[j][t] <= positions[i][t] for t in staying)]
+        print_failover(rounds, positions, batches, killed_at, {victim: "h0", survivor: "h1"}, waiting, held)
+
+        assert any(mb.start <= killed_at <= mb.end for mb in batches.values()), "the kill landed between micro-batches"
+        assert waiting.start < rounds[first_running].at and waiting.end > rounds[first_running - 1].at, \
+            f"micro-batch {waiting.batch_id} did not span the failover"
+        for i, j in held:
+            assert rounds[j].at > waiting.start and rounds[i].at < following.end, \
+                f"host-1's tasks held back outside the failover: {positions[i]} -> {positions[j]}"
     finally:
+        loop.close()
         query.stop()
 
 
