@@ -125,3 +125,7 @@ class BatchLoop:
         for client in self._hosts.values():
             client.close()
         self._coordinator.close()
+        # Destroyed now (closing twice is fine): a Kafka client left alive keeps reconnecting to a
+        # broker that is gone, and logs every attempt.
+        if hasattr(self, "_admin"):
+            del self._admin

@@ -187,3 +187,7 @@ class LocalApplication:
             except HostFailed as e:
                 log.warning("%s", e)
         self.coordinator.close()
+        # Destroyed now (closing twice is fine): a Kafka client left alive keeps reconnecting to a
+        # broker that is gone, and logs every attempt.
+        if hasattr(self, "_admin"):
+            del self._admin

@@ -222,6 +222,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
     def stop(self) -> None:
         if self._coordinator is not None:
             self._coordinator.close()
+        self._coordinator = self._admin = None  # the Kafka client goes now, not when the process ends
 
     # -- executor side ---------------------------------------------------------------------------
     def _ensure_local_host(self) -> None:
