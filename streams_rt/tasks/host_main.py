@@ -32,6 +32,7 @@ from streams_rt.config import ConfigError, ConfigErrors, resolve
 from streams_rt.config.registry import GROUP_INSTANCE_ID
 from streams_rt.processes import start_time, still_running
 from streams_rt.tasks.host import HostSettings, TaskHost, load_topology
+from streams_rt.tasks.malloc_tuning import bound_malloc_arenas
 from streams_rt.tasks.membership import MemberConfig, MemberState
 
 log = logging.getLogger("streams_rt.tasks.host")
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     config = json.loads(args.config.read_text())
     logging.basicConfig(level=os.environ.get("STREAMS_RT_LOG_LEVEL", "INFO"),
                         format="%(asctime)s host[%(process)d] %(levelname)s %(name)s: %(message)s")
+    bound_malloc_arenas()  # before any thread starts: see malloc_tuning
     try:
         settings = host_settings(config)
     except (ConfigError, ConfigErrors) as error:

@@ -195,6 +195,9 @@ def test_the_rocksdb_keys_bound_every_store_and_the_setter_gets_the_properties(t
     other.close()
     options_file = sorted(store.path.glob("OPTIONS-*"))[-1].read_text()
     assert "write_buffer_size=1048576" in options_file and "max_write_buffer_number=5" in options_file
+    # Index and filter blocks are read into the cache, so they count against it (RocksDB otherwise
+    # keeps them outside any bound, growing with the data).
+    assert "cache_index_and_filter_blocks=true" in options_file
     assert recorder.configs == [props, props]  # Kafka hands its setter the application's properties as given
 
 
