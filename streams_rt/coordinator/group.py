@@ -465,6 +465,24 @@ class Group:
         self._member(member_id, instance_id)
         self._remove(member_id, now_ms, "left the group")
 
+    def remove_unreachable(self, member_id: str, now_ms: int, reason: str) -> bool:
+        """Remove a member whose host was found dead (it refuses connections) before its session
+        expires, as if it had left: a round starts now. True when removed. A static member
+        (group.instance.id) is kept, as Kafka keeps it: it is expected back, and only its session
+        timeout removes it; so is an unknown member (already gone). A member removed while in fact
+        alive gets UNKNOWN_MEMBER_ID on its next call and rejoins as a new member, as after a
+        session expiry."""
+        m = self.members.get(member_id)
+        if m is None:
+            return False
+        if m.instance_id is not None:
+            log.info("group %s: static member %s (group.instance.id %s) kept: %s; it is expected back, so only"
+                     " its session timeout (%d ms) removes it", self.group_id, member_id, m.instance_id, reason,
+                     m.session_timeout_ms)
+            return False
+        self._remove(member_id, now_ms, reason)
+        return True
+
     # ---- time --------------------------------------------------------------------------------
     def tick(self, now_ms: int) -> None:
         """Expire sessions, end a round whose rebalance timeout passed, start scheduled rounds."""

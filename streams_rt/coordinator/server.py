@@ -6,6 +6,7 @@ traceback."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -20,6 +21,7 @@ from streams_rt.coordinator.admission import check_join
 from streams_rt.coordinator.errors import SubscriptionRejected
 from streams_rt.coordinator.group import Group, GroupState, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
+from streams_rt.coordinator.reachability import UnreachableProber, probe_host
 from streams_rt.coordinator.round_runner import RoundRunner
 from streams_rt.coordinator.saver import RecordSaver
 from streams_rt.coordinator.task_reports import TaskReports
@@ -38,6 +40,8 @@ from streams_rt.rpc.messages import (
     LeaveResponse,
     ReportTasksRequest,
     ReportTasksResponse,
+    ReportUnreachableRequest,
+    ReportUnreachableResponse,
     Request,
     RequestShutdownRequest,
     RequestShutdownResponse,
@@ -105,10 +109,13 @@ class CoordinatorServer(SecureFlightServer):
             RequestShutdownRequest.ACTION: self._request_shutdown_action,
             ReportTasksRequest.ACTION: self._report_tasks,
             TaskStatusRequest.ACTION: self._task_status,
+            ReportUnreachableRequest.ACTION: self._report_unreachable,
         }
         # Everything a call touches exists before the port opens (a host may be retrying on it).
         self._saver = RecordSaver(group, self._cond, save) if save is not None else None
         self._rounds = RoundRunner(group, self._cond, assigner, clock, self._round_applied)
+        probe = functools.partial(probe_host, secret=secret, tls_root_certs=settings.client_root_certs())
+        self._prober = UnreachableProber(probe, self._remove_unreachable)
         self._ticker = threading.Thread(target=self._tick_loop, name="coordinator-ticker", daemon=True)
         self._ticker.start()
         try:
@@ -134,6 +141,7 @@ class CoordinatorServer(SecureFlightServer):
         self._stopping.set()
         self._ticker.join(5)
         self._rounds.close()
+        self._prober.close()
         if self._saver is not None:
             self._saver.close()
 
@@ -288,6 +296,26 @@ class CoordinatorServer(SecureFlightServer):
             status = self._task_reports.status(self._group)
             generation = self._group.generation
         return TaskStatusResponse(generation=generation, tasks={str(t): s.to_json() for t, s in status.items()})
+
+    def _report_unreachable(self, req: ReportUnreachableRequest) -> ReportUnreachableResponse:
+        """Probe the reported endpoint if a member serves it (the coordinator probes no other address)."""
+        with self._cond:
+            known = bool(self._task_reports.members_at(req.endpoint, self._group))
+        log.debug("group %s: a reader following generation %d's plan could not reach %s%s", self._group.group_id,
+                  req.generation, abbreviate(req.endpoint), "" if known else "; no member serves it")
+        if known:
+            self._prober.report(req.endpoint)
+        return ReportUnreachableResponse(probing=known)
+
+    def _remove_unreachable(self, endpoint: str) -> None:
+        """The probe found the host at `endpoint` refusing connections: its member goes now, as if it
+        had left, so its tasks move without waiting for its session timeout."""
+        with self._cond:
+            before = self._observable()
+            for member_id in self._task_reports.members_at(endpoint, self._group):
+                self._group.remove_unreachable(member_id, self._clock(),
+                                               f"its host at {endpoint} refuses connections (reported by a reader)")
+            self._wake_if_changed(before)
 
     # ---- clock -------------------------------------------------------------------------------
     def _tick_loop(self) -> None:

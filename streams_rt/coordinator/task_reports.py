@@ -29,6 +29,10 @@ class TaskReports:
     def record(self, member_id: str, generation: int, endpoint: str, tasks: Mapping[TaskId, TaskReport]) -> None:
         self._reports[member_id] = _HostReport(generation, endpoint, dict(tasks))
 
+    def members_at(self, endpoint: str, group: Group) -> list[str]:
+        """The members of `group` whose latest report names `endpoint` as their batch endpoint."""
+        return [mid for mid, report in self._reports.items() if report.endpoint == endpoint and mid in group.members]
+
     def status(self, group: Group) -> dict[TaskId, TaskStatus]:
         """Every task of the topology with its current owner and, if that owner reported for its
         current generation, the owner's phase and positions."""

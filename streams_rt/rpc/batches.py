@@ -61,9 +61,11 @@ def _offset(value: Any) -> bool:
 class BatchError(Exception):
     """What the host said when it would not (or could not) run a batch. `code` is a Refusal name
     (NOT_OWNER, RESTORING, OUT_OF_ORDER, WRONG_PARTITIONS), FAILED (the batch raised: `detail` names
-    the record) or UNAVAILABLE (the host cannot be reached). Retriable ones may succeed elsewhere or later."""
+    the record), UNREACHABLE (the connection to the host failed: refused, reset, no route, or a TLS
+    handshake that failed; gRPC's UNAVAILABLE) or UNAVAILABLE (no answer in time, or the host could
+    not read its input now). Retriable ones may succeed elsewhere or later."""
 
-    RETRIABLE = frozenset({"NOT_OWNER", "RESTORING", "OUT_OF_ORDER", "UNAVAILABLE"})
+    RETRIABLE = frozenset({"NOT_OWNER", "RESTORING", "OUT_OF_ORDER", "UNAVAILABLE", "UNREACHABLE"})
 
     def __init__(self, code: str, message: str, detail: Mapping[str, Any] | None = None) -> None:
         super().__init__(f"{code}: {message}")
@@ -104,12 +106,8 @@ class HostClient:
         """The batch's output rows; raises BatchError."""
         try:
             return self._client.do_get(flight.Ticket(request.to_bytes()), self._options).read_all()
-        except flight.FlightUnauthenticatedError as e:
-            raise BatchError("UNAUTHENTICATED", f"{self.endpoint}: {e}") from None
-        except flight.FlightError as e:
-            raise BatchError.from_flight(e) from None
-        except OSError as e:
-            raise BatchError("UNAVAILABLE", f"{self.endpoint}: {e}") from None
+        except (flight.FlightError, OSError) as e:
+            raise self._failure(e) from None
 
     def commit(self, request: BatchRequest) -> None:
         """Spark (or the batch loop) has taken the batch's output: the host may forget it."""
@@ -122,13 +120,19 @@ class HostClient:
     def _action(self, name: str, body: bytes) -> bytes:
         try:
             results = list(self._client.do_action(flight.Action(name, body), self._options))
-        except flight.FlightUnauthenticatedError as e:
-            raise BatchError("UNAUTHENTICATED", f"{self.endpoint}: {e}") from None
-        except flight.FlightError as e:
-            raise BatchError.from_flight(e) from None
-        except OSError as e:
-            raise BatchError("UNAVAILABLE", f"{self.endpoint}: {e}") from None
+        except (flight.FlightError, OSError) as e:
+            raise self._failure(e) from None
         return results[0].body.to_pybytes() if results else b""
+
+    def _failure(self, error: flight.FlightError | OSError) -> BatchError:
+        """A failed call as a BatchError: the host's own refusal, or what kept the call from it."""
+        if isinstance(error, flight.FlightUnauthenticatedError):
+            return BatchError("UNAUTHENTICATED", f"{self.endpoint}: {error}")
+        if isinstance(error, flight.FlightUnavailableError):  # the transport's: the host never answered
+            return BatchError("UNREACHABLE", f"{self.endpoint}: {str(error).splitlines()[0][:500]}")
+        if isinstance(error, flight.FlightError):
+            return BatchError.from_flight(error)
+        return BatchError("UNAVAILABLE", f"{self.endpoint}: {error}")
 
     def close(self) -> None:
         self._client.close()

@@ -381,6 +381,29 @@ class TaskStatusResponse(Response):
     tasks: dict[str, Any] = dataclasses.field(default_factory=dict)  # task id -> TaskStatus.to_json()
 
 
+@dataclasses.dataclass(frozen=True)
+class ReportUnreachableRequest(Request):
+    """A reader could not reach a task's owner host at `endpoint` (the connection failed, e.g. it was
+    refused). The coordinator probes the endpoint itself and removes the member whose host it is
+    only if it refuses connections; the answer comes before the probe ends."""
+
+    ACTION: ClassVar[str] = "report_unreachable"
+    group_id: str
+    endpoint: str  # the host's batch endpoint, as task_status named it
+    generation: int  # the group generation of the reader's batch plan (for the log)
+
+    def validate(self) -> None:
+        super().validate()
+        if not self.endpoint:
+            raise _invalid(type(self), "endpoint must not be empty")
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportUnreachableResponse(Response):
+    # True: a member reported this endpoint and a probe of it runs (or already ran when this came).
+    probing: bool = False
+
+
 REQUESTS: dict[str, tuple[type[Request], type[Response]]] = {
     JoinRequest.ACTION: (JoinRequest, JoinResponse),
     SyncRequest.ACTION: (SyncRequest, SyncResponse),
@@ -391,4 +414,5 @@ REQUESTS: dict[str, tuple[type[Request], type[Response]]] = {
     RequestShutdownRequest.ACTION: (RequestShutdownRequest, RequestShutdownResponse),
     ReportTasksRequest.ACTION: (ReportTasksRequest, ReportTasksResponse),
     TaskStatusRequest.ACTION: (TaskStatusRequest, TaskStatusResponse),
+    ReportUnreachableRequest.ACTION: (ReportUnreachableRequest, ReportUnreachableResponse),
 }

@@ -16,8 +16,13 @@ from streams_rt.kafka.offsets import end_offsets
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
-from streams_rt.rpc.client import GroupClient
-from streams_rt.rpc.messages import TaskStatusRequest, TaskStatusResponse
+from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
+from streams_rt.rpc.messages import (
+    ReportUnreachableRequest,
+    ReportUnreachableResponse,
+    TaskStatusRequest,
+    TaskStatusResponse,
+)
 from streams_rt.rpc.tasks import TaskStatus, parse_statuses
 from streams_rt.runtime.planning import RUNNING, PlannedBatch, latest_positions, plan
 
@@ -51,6 +56,20 @@ def task_status(client: GroupClient, application_id: str) -> tuple[int, dict[Tas
     if response.error != "NONE":
         raise CoordinatorRefused(f"task_status: {response.error}: {response.message}")
     return response.generation, parse_statuses(response.tasks)
+
+
+def report_unreachable(client: GroupClient, application_id: str, endpoint: str, generation: int) -> None:
+    """Tell the coordinator that the host at `endpoint` could not be reached (BatchError
+    UNREACHABLE), so it can check and remove a dead host before its session times out. Advisory:
+    a report that fails is logged, never raised (the session timeout still covers the host)."""
+    request = ReportUnreachableRequest(group_id=application_id, endpoint=endpoint, generation=generation)
+    try:
+        response = client.call(request, ReportUnreachableResponse)
+    except CoordinatorUnavailable as e:
+        log.info("could not report %s unreachable: %s", endpoint, e)
+        return
+    if response.error != "NONE":
+        log.info("report of %s unreachable refused: %s: %s", endpoint, response.error, response.message)
 
 
 class BatchLoop:
@@ -110,6 +129,8 @@ class BatchLoop:
             if not e.retriable:
                 raise
             log.info("task %s: batch not run now: %s", batch.task, e)
+            if e.code == "UNREACHABLE":
+                report_unreachable(self._coordinator, self.application_id, batch.endpoint, batch.generation)
             return e
 
     def lag(self, statuses: Mapping[TaskId, TaskStatus]) -> int:

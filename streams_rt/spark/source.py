@@ -237,10 +237,13 @@ class StreamsRtStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The batch's output rows from the task's owner. A retriable refusal (moved, restoring,
-        unavailable) is retried on the owner the coordinator names, until `batch.retry.timeout.ms`."""
+        unavailable) is retried on the owner the coordinator names, until `batch.retry.timeout.ms`.
+        An owner that cannot be reached is reported to the coordinator (once per endpoint), which
+        removes it at once if it finds it dead, so the task moves without waiting for the owner's
+        session timeout."""
         from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
         from streams_rt.rpc.client import GroupClient
-        from streams_rt.runtime.batch_loop import task_status
+        from streams_rt.runtime.batch_loop import report_unreachable, task_status
 
         assert isinstance(partition, TaskBatch)
         self._ensure_local_host()
@@ -249,6 +252,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         endpoint = partition.endpoint
         deadline = time.monotonic() + self.options.retry_timeout_ms / 1000
         secret = _secret(self.options)
+        reported: set[str] = set()
         while True:
             try:
                 if not endpoint:
@@ -262,6 +266,9 @@ class StreamsRtStreamReader(DataSourceStreamReader):
                 time.sleep(0.25)
                 roots = _roots(self.options)
                 with GroupClient(self.options.coordinator, secret=secret, tls_root_certs=roots) as coordinator:
+                    if e.code == "UNREACHABLE" and endpoint not in reported:
+                        reported.add(endpoint)
+                        report_unreachable(coordinator, self.options.application_id, endpoint, partition.generation)
                     _, statuses = task_status(coordinator, self.options.application_id)
                 status = statuses.get(task)
                 endpoint = (status.endpoint or "") if status is not None and status.phase == "RUNNING" else ""

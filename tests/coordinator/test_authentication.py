@@ -41,7 +41,8 @@ def raw_calls(address: str, calls: list[tuple[str, dict[str, Any]]], secret: Sha
 
 def attacks(member_id: str) -> list[tuple[str, dict[str, Any]]]:
     """Everything someone who can reach the port could try: read the group, take over static member
-    a's instance id, fence it, make it leave, switch the protocol, stop the application."""
+    a's instance id, fence it, make it leave, switch the protocol, stop the application, have the
+    coordinator probe an address."""
     user_data = base64.b64encode(StreamsMemberCodec(uuid.uuid4()).encode_subscription(11, frozenset(), frozenset()))
     return [
         ("describe", {"group_id": "app"}),
@@ -51,6 +52,7 @@ def attacks(member_id: str) -> list[tuple[str, dict[str, Any]]]:
         ("leave", {"group_id": "app", "member_id": member_id, "group_instance_id": "a"}),
         ("set_protocol", {"group_id": "app", "protocol": "EAGER"}),
         ("request_shutdown", {"group_id": "app", "reason": "taken over"}),
+        ("report_unreachable", {"group_id": "app", "endpoint": "grpc://127.0.0.1:1", "generation": 1}),
     ]
 
 

@@ -460,3 +460,47 @@ def test_a_failed_assignor_fails_the_round_for_everyone_and_is_counted() -> None
     got = g.sync(member_id=a, instance_id=None, known_generation=-1, now_ms=1)
     assert got is not None and got.assignor_error == 3 and "RuntimeError" in got.message and len(got.message) < 200
     assert observer.failed == [1]
+
+
+def test_an_unreachable_member_is_removed_at_once_and_a_round_starts(
+    group: Group, assigner: RecordingAssigner, caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = stable_group_of(group, 2)
+    gen = group.generation
+    caplog.set_level("INFO", logger="streams_rt.coordinator.group")
+    assert group.remove_unreachable(b, 10, "its host at grpc://h:1 refuses connections (reported by a reader)")
+    assert b not in group.members and group.state is GroupState.PREPARING_REBALANCE  # long before SESSION
+    assert f"member {b} removed: its host at grpc://h:1 refuses connections (reported by a reader)" in caplog.text
+    join(group, 11, a)
+    assert group.generation == gen + 1 and assigner.rounds[-1] == (gen + 1, [a])
+
+
+def test_a_member_removed_as_unreachable_while_alive_rejoins_as_a_new_member(group: Group) -> None:
+    a, b = stable_group_of(group, 2)
+    assert group.remove_unreachable(b, 10, "refuses connections")
+    with pytest.raises(GroupErrorException) as e:
+        group.heartbeat(member_id=b, instance_id=None, generation=group.generation, now_ms=20)
+    assert e.value.error is GroupError.UNKNOWN_MEMBER_ID and e.value.retriable
+    b2 = join(group, 21)
+    join(group, 22, a)
+    assert sorted(group.members) == sorted([a, b2]) and group.state is GroupState.STABLE
+
+
+def test_a_static_member_is_not_removed_as_unreachable(group: Group, caplog: pytest.LogCaptureFixture) -> None:
+    a = join(group, 0, instance="host-a")
+    group.sync(member_id=a, instance_id="host-a", known_generation=-1, now_ms=0)
+    gen = group.generation
+    caplog.set_level("INFO", logger="streams_rt.coordinator.group")
+    assert not group.remove_unreachable(a, 10, "refuses connections")
+    assert a in group.members and group.state is GroupState.STABLE and group.generation == gen
+    assert "static member" in caplog.text and "only its session timeout" in caplog.text
+    group.tick(SESSION + 1)  # its session still expires as usual
+    assert a not in group.members
+
+
+def test_an_unknown_or_last_member_removed_as_unreachable(group: Group) -> None:
+    (a,) = stable_group_of(group, 1)
+    assert not group.remove_unreachable("nobody", 5, "refuses connections")
+    assert group.state is GroupState.STABLE
+    assert group.remove_unreachable(a, 6, "refuses connections")
+    assert group.state is GroupState.EMPTY and not group.members

@@ -234,9 +234,11 @@ def known_positions(rounds: list[Round]) -> list[dict[TaskId, int]]:
 
 
 def print_failover(rounds: list[Round], positions: list[dict[TaskId, int]], batches: dict[int, MicroBatch],
-                   killed_at: float, hosts: dict[str, str], waiting: MicroBatch, held: list[tuple[int, int]]) -> None:
+                   killed_at: float, hosts: dict[str, str], waiting: MicroBatch, held: list[tuple[int, int]],
+                   removed_at: float, formed_at: float | None) -> None:
     """Every round (owner/phase/position per source task) and every micro-batch around the kill,
-    in seconds from the kill, then the pause: the micro-batch that waited, and the rounds held back."""
+    in seconds from the kill, when the coordinator removed h0, then the pause: the micro-batch that
+    waited, and the rounds held back."""
     print("\nper round, each source task as owner/phase/position (seconds from the kill of h0):")
     for r, at in zip(rounds, positions, strict=True):
         cells = (f"{t}:{hosts.get(owner or '', '--')}/{phase[:3]}/{at[t]}" for t, (owner, phase, _) in r.tasks.items())
@@ -245,6 +247,9 @@ def print_failover(rounds: list[Round], positions: list[dict[TaskId, int]], batc
              if rounds[0].at <= mb.end and mb.start <= rounds[-1].at]
     print("micro-batches: " + ", ".join(f"{mb.batch_id} {mb.start - killed_at:+.2f}..{mb.end - killed_at:+.2f}"
                                         for mb in shown))
+    formed = f"{formed_at - killed_at:+.2f} s" if formed_at is not None else "not logged"
+    print(f"h0 removed {removed_at - killed_at:+.2f} s after the kill (a reader reported it; its port refused"
+          f" connections); the next generation formed {formed}")
     others = sorted(mb.seconds for mb in shown if mb != waiting)
     print(f"pause: micro-batch {waiting.batch_id} ({waiting.start - killed_at:+.2f}..{waiting.end - killed_at:+.2f} s) "
           f"took {waiting.seconds:.2f} s, the others median {statistics.median(others):.2f} s, max {others[-1]:.2f} s "
@@ -253,15 +258,19 @@ def print_failover(rounds: list[Round], positions: list[dict[TaskId, int]], batc
 
 
 def test_a_host_killed_mid_batch_fails_over_to_its_standby_and_only_that_batch_waits(
-    spark: SparkSession, topics: Topics, tmp_path: Path, runtimes: list[StreamsRuntime]
+    spark: SparkSession, topics: Topics, tmp_path: Path, runtimes: list[StreamsRuntime],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """host-0 is killed (SIGKILL) while micro-batches run back to back: its tasks continue on
-    host-1 from their standbys, the query never fails and the counts equal the reference. Each
-    round samples every source task's position as its host reports it. host-1's own source tasks
-    advance between every pair of rounds except while the one micro-batch that asked the dead
-    host for a batch waits for the failover (session.timeout.ms, then the takeover): Spark runs
-    one micro-batch at a time and one completes only when all its partitions are read. The rounds
-    and that pause are printed."""
+    host-1 from their standbys, the query never fails and the counts equal the reference. A read
+    that cannot connect to host-0 reports it; the coordinator finds its port refusing connections
+    and removes it then, not after session.timeout.ms. Each round samples every source task's
+    position as its host reports it. host-1's own source tasks advance between every pair of
+    rounds except while the one micro-batch that asked the dead host for a batch (the one running
+    at the kill, or the next) waits for the failover (the report, the probe, the rebalance, the
+    takeover): Spark runs one micro-batch at a time and one completes only when all its
+    partitions are read. The rounds and that pause are printed."""
+    caplog.set_level("INFO", logger="streams_rt.coordinator.group")
     produced = lines(0, 200)
     topics.produce(produced)
     runtime = topics.runtime(spark, tmp_path, f"kill-{uuid.uuid4().hex[:8]}",
@@ -281,6 +290,7 @@ def test_a_host_killed_mid_batch_fails_over_to_its_standby_and_only_that_batch_w
     try:
         wait_for(spark, query, table, reference(produced))
         (victim, _), (survivor, standbys) = (member_and_standbys(runtime, h) for h in ("host-0", "host-1"))
+        victim_endpoint = runtime.app.hosts["host-0"].endpoint
         owners = runtime.app.owners(loop)
         moving = {t for t, owner in owners.items() if owner == victim}
         staying = sorted(t for t, owner in owners.items() if owner == survivor and t.subtopology == 0)
@@ -316,14 +326,19 @@ def test_a_host_killed_mid_batch_fails_over_to_its_standby_and_only_that_batch_w
         positions = known_positions(rounds)
         first_running = next(i for i, r in enumerate(rounds) if r.at > killed_at and all(
             r.tasks[t][:2] == (survivor, "RUNNING") for t in moving if t.subtopology == 0))
-        after_kill = [mb for mb in batches.values() if mb.end > killed_at]
-        waiting = max(after_kill, key=lambda mb: mb.seconds)  # the micro-batch that waited for the failover
-        following = min((mb for mb in after_kill if mb.batch_id > waiting.batch_id), key=lambda mb: mb.batch_id)
+        after_kill = sorted((mb for mb in batches.values() if mb.end > killed_at), key=lambda mb: mb.batch_id)
+        assert after_kill[0].start <= killed_at, "the kill landed between micro-batches"
+        waiting = max(after_kill[:2], key=lambda mb: mb.seconds)  # the one at the kill, or the next, waited
+        following = after_kill[after_kill.index(waiting) + 1]
         held = [(i, j) for i, j in itertools.pairwise(range(len(rounds)))
                 if any(positions[j][t] <= positions[i][t] for t in staying)]
-        print_failover(rounds, positions, batches, killed_at, {victim: "h0", survivor: "h1"}, waiting, held)
+        why = f"member {victim} removed: its host at {victim_endpoint} refuses connections (reported by a reader)"
+        removals = [r.created for r in caplog.records if r.getMessage().endswith(why)]
+        assert removals, f"host-0 was not removed through a reader's report: {why!r} not logged"
+        formed = [r.created for r in caplog.records if " formed with " in r.getMessage() and r.created >= removals[0]]
+        print_failover(rounds, positions, batches, killed_at, {victim: "h0", survivor: "h1"}, waiting, held,
+                       removals[0], formed[0] if formed else None)
 
-        assert any(mb.start <= killed_at <= mb.end for mb in batches.values()), "the kill landed between micro-batches"
         assert waiting.start < rounds[first_running].at and waiting.end > rounds[first_running - 1].at, \
             f"micro-batch {waiting.batch_id} did not span the failover"
         for i, j in held:

@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from streams_rt.coordinator.reachability import Reachability, probe_host
 from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.rpc.auth import SharedSecret
@@ -281,8 +282,12 @@ def test_hosts_serve_batches_over_tls_when_it_is_switched_on(apps: Apps, tmp_pat
     _, statuses = loop.status()
     endpoint = str(next(iter(statuses.values())).endpoint)
     with HostClient(endpoint, secret=app.coordinator.secret, timeout_s=5) as untrusting:
-        with pytest.raises(BatchError, match="UNAVAILABLE"):
+        with pytest.raises(BatchError, match="UNREACHABLE"):
             untrusting.status()
+    # Something listens there: a coordinator's probe that cannot verify the host does not count it dead.
+    assert probe_host(endpoint, secret=app.coordinator.secret, tls_root_certs=None) is Reachability.NO_ANSWER
+    assert probe_host(endpoint, secret=app.coordinator.secret,
+                      tls_root_certs=certificate.read_bytes()) is Reachability.ANSWERS
 
 
 def test_a_host_whose_close_hangs_exits_after_its_close_timeout_and_loses_nothing(apps: Apps) -> None:
