@@ -10,9 +10,8 @@ of its executor, a file where the host writes its endpoint once it serves, and t
 resolved once against the configuration registry; a bad or unknown key stops the host with one log
 line (exit code 2). The host stops cleanly on SIGTERM or SIGINT, when the watched process is gone,
 when the coordinator asks the application to shut down, or when its member fails. Closing is bounded
-(CLOSE_TIMEOUT_S): stuck past it, the host dumps every thread's stack to the log and exits, since a
-host that never exits would hold its executor's state locks for the executor's whole life. Once
-closed, it exits without the interpreter's teardown (see the end of this file)."""
+(CLOSE_TIMEOUT_S): a close stuck past it dumps every thread's stack to the log and exits, since a host
+that never exits would hold its executor's state locks for the executor's whole life."""
 
 from __future__ import annotations
 
@@ -137,11 +136,4 @@ def _try_lock(path: Path) -> Any:
 
 
 if __name__ == "__main__":
-    exit_code = main()
-    # Everything the host owns is closed by now (tasks committed, stores and Kafka clients closed, the
-    # lock released). The interpreter's teardown would only run native libraries' destructors, and
-    # hosts have been seen to log "stopped" and then hang there: leave without it.
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(exit_code)
+    sys.exit(main())
