@@ -80,6 +80,7 @@ def run(example: Example, args: argparse.Namespace, spark: SparkSession | None =
     topics = {**example.inputs, **example.outputs}
     for future in admin.create_topics([NewTopic(topic(t), n, 1) for t, n in topics.items()]).values():
         future.result(timeout=30)
+    del admin  # a Kafka client left alive would keep reconnecting once the broker stops at the end
     stop = threading.Event()
     produced = [0]
     kept: list[tuple[str, Record]] | None = [] if keep_inputs else None
