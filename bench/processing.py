@@ -14,6 +14,7 @@ Without --bootstrap it starts its own dev broker in a temporary directory (stopp
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import random
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,26 @@ def produce(bootstrap: str, topic: str, count: int) -> list[bytes]:
                 producer.poll(0)
     producer.flush()
     return words
+
+
+@contextlib.contextmanager
+def bench_workspace(prefix: str, bootstrap: str | None) -> Iterator[tuple[Path, str, int | None]]:
+    """A scratch directory, and `bootstrap` or else a dev broker started in it (its pid, for CPU
+    accounting); the broker is stopped and the directory removed afterwards."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    broker = None
+    try:
+        broker_pid = None
+        if bootstrap is None:
+            print("starting a dev broker ...", file=sys.stderr)
+            broker = DevBroker(work / "broker", heap="1g")
+            info = broker.start(owned=True)
+            bootstrap, broker_pid = info.bootstrap_servers, info.pid
+        yield work, bootstrap, broker_pid
+    finally:
+        if broker is not None:
+            broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def ceiling(bootstrap: str, topic: str, count: int, broker_pid: int | None) -> dict[str, Any]:
@@ -158,15 +180,7 @@ def main() -> None:
     parser.add_argument("--bootstrap", help="an existing broker; default: start a dev broker")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    work = Path(tempfile.mkdtemp(prefix="bench-processing-"))
-    broker = None
-    try:
-        bootstrap, broker_pid = args.bootstrap, None
-        if bootstrap is None:
-            print("starting a dev broker ...", file=sys.stderr)
-            broker = DevBroker(work / "broker", heap="1g")
-            info = broker.start(owned=True)
-            bootstrap, broker_pid = info.bootstrap_servers, info.pid
+    with bench_workspace("bench-processing-", args.bootstrap) as (work, bootstrap, broker_pid):
         suffix = uuid.uuid4().hex[:6]
         topic, out = f"bench-words-{suffix}", f"bench-counts-{suffix}"
         admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -206,10 +220,6 @@ def main() -> None:
                   f"{(top['cpu'] + top['broker_cpu']) / args.records * 1e6:.1f} for the ceiling; "
                   f"best ratio {bound:.2f}")
         print(f"ratio {min(ratios):.2f} target 0.50")
-    finally:
-        if broker is not None:
-            broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -11,13 +11,12 @@ The last line reads `ratio <spark / hosts alone> target 0.70`."""
 from __future__ import annotations
 
 import argparse
+import datetime
 import logging
 import os
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -31,10 +30,9 @@ from pyspark.sql import DataFrame, SparkSession
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.processing import PARTITIONS, produce  # noqa: E402
+from bench.processing import PARTITIONS, bench_workspace, produce  # noqa: E402
 from bench.processing import run as run_hosts_alone  # noqa: E402
 from streams_rt import StreamsRuntime  # noqa: E402
-from streams_rt.kafka.dev_broker import DevBroker  # noqa: E402
 from streams_rt.kafka.offsets import end_offsets  # noqa: E402
 from streams_rt.protocol import TaskId  # noqa: E402
 from streams_rt.rpc.tasks import TaskStatus  # noqa: E402
@@ -54,17 +52,17 @@ def run_spark(spark: SparkSession, bootstrap: str, topic: str, out: str, count: 
     loop = runtime.app.loop()  # only to ask the coordinator: Spark runs the batches
     admin = AdminClient({"bootstrap.servers": bootstrap})
     try:
-        started = None
         while True:
-            progress = query.lastProgress
-            if started is None and progress and progress["numInputRows"] > 0:
-                started = time.perf_counter() - progress["durationMs"]["triggerExecution"] / 1000
             _, statuses = loop.status()
             done = sum(v for t, s in statuses.items() if t.subtopology == 0 for v in s.positions.values())
             if done >= count and remaining(admin, statuses) == 0:
                 break
             time.sleep(0.2)
-        seconds = time.perf_counter() - (started or time.perf_counter())
+        query.processAllAvailable()  # the hosts are done: let Spark finish the micro-batch that took their rows
+        ended = time.time()
+        # From the start of the first micro-batch with input (Spark's progress; lastProgress may lag a short run).
+        first = next(p for p in query.recentProgress if p["numInputRows"] > 0)
+        seconds = ended - datetime.datetime.fromisoformat(first["timestamp"].replace("Z", "+00:00")).timestamp()
         return {"seconds": seconds, "rate": count / seconds, "rows": rows[0]}
     finally:
         query.stop()
@@ -138,13 +136,7 @@ def main() -> None:
     parser.add_argument("--latency-seconds", type=float, default=30.0)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    work = Path(tempfile.mkdtemp(prefix="bench-e2e-"))
-    broker = None
-    try:
-        bootstrap = args.bootstrap
-        if bootstrap is None:
-            broker = DevBroker(work / "broker", heap="1g")
-            bootstrap = broker.start(owned=True).bootstrap_servers
+    with bench_workspace("bench-e2e-", args.bootstrap) as (work, bootstrap, _):
         suffix = uuid.uuid4().hex[:6]
         topic = f"e2e-words-{suffix}"
         admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -168,10 +160,6 @@ def main() -> None:
             print(f"  latency at {in_spark['rate'] / 2:,.0f} records/s (half the sustained rate), {len(samples):,} "
                   f"output rows: p50 {statistics.median(samples):,.0f} ms, p99 {q[98]:,.0f} ms")
         print(f"ratio {ratio:.2f} target 0.70")
-    finally:
-        if broker is not None:
-            broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
