@@ -1,36 +1,15 @@
-"""The operator command line: `streams-rt ...`. Errors print one clear line, never a traceback."""
+"""`streams-rt dev-broker ...`: a local Apache Kafka broker for development."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import click
 
-from streams_rt.kafka.dev_broker import BrokerError, DevBroker
-from streams_rt.kafka.jvm import JvmSetupError
+from streams_rt.kafka.dev_broker import DevBroker
 
 
-class _OneLineErrors(click.Group):
-    """Every subcommand's expected failures (setup, broker, file system, bad values) become click's
-    one `Error: ...` line and exit code 1 instead of a traceback."""
-
-    def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except (BrokerError, JvmSetupError, OSError, ValueError) as error:
-            raise click.ClickException(str(error)) from None
-
-
-@click.group(cls=_OneLineErrors)
-@click.option("-v", "--verbose", is_flag=True, help="Log at INFO level.")
-def main(verbose: bool) -> None:
-    """streams_rt: Kafka Streams' stateful task model inside PySpark Structured Streaming."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
-@main.group("dev-broker")
+@click.group("dev-broker")
 def dev_broker() -> None:
     """A single-node Apache Kafka broker (KRaft) on loopback for development."""
 
@@ -76,5 +55,3 @@ def dev_broker_stop(directory: Path | None) -> None:
         click.echo("Kafka broker stopped")
     else:
         click.echo("Kafka broker was not running")
-if __name__ == "__main__":
-    main()
