@@ -148,6 +148,13 @@ DESERIALIZATION_EXCEPTION_HANDLER = ConfigKey(
     "LogAndFailExceptionHandler; LogAndContinueExceptionHandler skips)",
 )
 
+TASK_OWNERSHIP_LOG = ConfigKey(
+    "task.ownership.log", Nullable(FilePath(), blank_is_unset=True), None, _P,
+    "a file every task host of the application appends one JSON line to per assignment it receives, task it gives "
+    "up and batch it commits: an audit that shows no task ever had two active owners (unset: no audit)",
+    origin=Origin.OURS, read_by=(HOST_PROCESSING,),
+)
+
 # ---- assignment ---------------------------------------------------------------------------------
 NUM_STANDBY_REPLICAS = ConfigKey(
     "num.standby.replicas", Integer(0), 0, _AS,
@@ -325,7 +332,7 @@ KEYS: tuple[ConfigKey[Any], ...] = (
     APPLICATION_ID, BOOTSTRAP_SERVERS, APPLICATION_SERVER,
     STATE_DIR, STATE_CLEANUP_DELAY_MS, ROCKSDB_CONFIG_SETTER, REPLICATION_FACTOR, STATESTORE_CACHE_MAX_BYTES,
     ROCKSDB_BLOCK_CACHE_BYTES, ROCKSDB_WRITE_BUFFER_BYTES, ROCKSDB_MAX_WRITE_BUFFERS,
-    PROCESSING_GUARANTEE, COMMIT_INTERVAL_MS, DESERIALIZATION_EXCEPTION_HANDLER,
+    PROCESSING_GUARANTEE, COMMIT_INTERVAL_MS, DESERIALIZATION_EXCEPTION_HANDLER, TASK_OWNERSHIP_LOG,
     NUM_STANDBY_REPLICAS, ACCEPTABLE_RECOVERY_LAG, MAX_WARMUP_REPLICAS, PROBING_REBALANCE_INTERVAL_MS,
     RACK_AWARE_ASSIGNMENT_TAGS,
     GROUP_INSTANCE_ID, SESSION_TIMEOUT_MS, HEARTBEAT_INTERVAL_MS, MAX_POLL_INTERVAL_MS, NUM_STREAM_THREADS,

@@ -82,7 +82,7 @@ def store_specs(topology: Topology, subtopology: int) -> list[StoreSpec]:
 class ActiveTaskRunner:
     def __init__(self, task: TaskId, topology: Topology, layout: TopologyLayout, state: TaskState,
                  consumer_factory: Callable[[], Consumer], settings: ProcessingSettings,
-                 faults: Faults | None = None) -> None:
+                 faults: Faults | None = None, on_batch: Callable[[Ranges, bool], None] | None = None) -> None:
         self.task = task
         self.core = ActiveTask(task, frozenset(layout.input_partitions(task)))
         self.state = state
@@ -90,6 +90,7 @@ class ActiveTaskRunner:
         self._consumer_factory = consumer_factory
         self._settings = settings
         self._faults = faults or Faults()
+        self._on_batch = on_batch  # told of every batch committed or replayed, inside the batch lock
         self._output = OutputSchema(topology)
         self._consumer: Consumer | None = None
         self._reader: InputReader | None = None
@@ -159,8 +160,12 @@ class ActiveTaskRunner:
                 raise BatchRefused(admission.refusal, admission.reason)
             if admission.replay:
                 log.info("task %s: replaying the last batch from what was kept", self.task)
-                return self._kept if self._kept is not None else self._output.empty_table()
-            return self._run(ranges)
+                kept = self._kept if self._kept is not None else self._output.empty_table()
+            else:
+                kept = self._run(ranges)
+            if self._on_batch is not None:
+                self._on_batch(ranges, admission.replay)
+            return kept
 
     def _run(self, ranges: Ranges) -> pa.Table:
         runner, consumer, reader = self._runner, self._consumer, self._reader

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow.flight as flight
@@ -29,6 +30,7 @@ from streams_rt.config.registry import (
     EXACTLY_ONCE_V2,
     PROCESSING_GUARANTEE,
     STATESTORE_CACHE_MAX_BYTES,
+    TASK_OWNERSHIP_LOG,
 )
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
 from streams_rt.rpc.auth import SharedSecret
@@ -44,9 +46,10 @@ from streams_rt.tasks.faults import Faults
 from streams_rt.tasks.group_member import GroupMember
 from streams_rt.tasks.input_reader import InputUnavailable, input_consumer
 from streams_rt.tasks.membership import MemberConfig, MemberState
+from streams_rt.tasks.ownership_log import OwnershipLog
 from streams_rt.tasks.state_thread import StateThread
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
-from streams_rt.tasks.task import Refusal
+from streams_rt.tasks.task import Ranges, Refusal
 from streams_rt.topology import Topology, TopologyLayout
 
 log = logging.getLogger(__name__)
@@ -76,6 +79,10 @@ class HostSettings:
             deserialization_handler=DeserializationHandler(config.get(DESERIALIZATION_EXCEPTION_HANDLER)),
         )
 
+    @property
+    def ownership_log(self) -> Path | None:
+        return self.config.get(TASK_OWNERSHIP_LOG)
+
 
 class TaskHost:
     def __init__(self, settings: HostSettings, topology: Topology, layout: TopologyLayout) -> None:
@@ -95,6 +102,9 @@ class TaskHost:
         self._closed_timings: list[BatchTimings] = []
         self._changed = threading.Event()
         self._closing = threading.Event()
+        self._generation = -1  # the member's, as last told to the listener; read without locks
+        log_path = settings.ownership_log
+        self._ownership = OwnershipLog(log_path, str(self.directory.process_id)) if log_path else None
         control = ControlPlaneSettings.from_config(settings.config)
         roots = control.client_root_certs()
         self.server = BatchServer(self, settings.bind_host, settings.port, control.server_tls())
@@ -116,9 +126,12 @@ class TaskHost:
         log.info("task host %s serving batches at %s", self.directory.process_id, self.endpoint)
 
     # -- assignment (member thread, executed on the state thread) ------------------------------
-    def assigned(self, tasks: frozenset[TaskId]) -> None:
-        standbys = self.member.status().standby
-        self._state.call(lambda: self._assign(tasks, standbys))
+    def assigned(self, tasks: frozenset[TaskId], generation: int) -> None:
+        self._generation = generation
+        status = self.member.status()
+        if self._ownership is not None:
+            self._ownership.assigned(generation, status.active)
+        self._state.call(lambda: self._assign(tasks, status.standby))
 
     def _assign(self, tasks: frozenset[TaskId], standbys: frozenset[TaskId]) -> None:
         for task in sorted(tasks):
@@ -128,7 +141,7 @@ class TaskHost:
             else:
                 state = self._new_state(task)
             runner = ActiveTaskRunner(task, self.topology, self.layout, state, self._new_consumer, self._processing,
-                                      self._faults)
+                                      self._faults, functools.partial(self._batch_done, task))
             self._actives[task] = runner
             runner.start_restore()
             log.info("task %s: active here, %s", task, "promoting its standby" if state.mode is not Mode.CREATED
@@ -146,11 +159,20 @@ class TaskHost:
             log.info("task %s: standby here", task)
         self._publish()
 
-    def revoked(self, tasks: frozenset[TaskId]) -> None:
+    def revoked(self, tasks: frozenset[TaskId], generation: int) -> None:
         self._state.call(lambda: self._close(tasks, clean=True))
+        if self._ownership is not None:
+            self._ownership.released(generation, tasks, clean=True)
 
-    def lost(self, tasks: frozenset[TaskId]) -> None:
+    def lost(self, tasks: frozenset[TaskId], generation: int) -> None:
         self._state.call(lambda: self._close(tasks, clean=False))
+        if self._ownership is not None:
+            self._ownership.released(generation, tasks, clean=False)
+
+    def _batch_done(self, task: TaskId, ranges: Ranges, replay: bool) -> None:
+        """A batch of `task` committed (or replayed): the audit, at the generation the host is in."""
+        if self._ownership is not None:
+            self._ownership.batch(self._generation, task, ranges, replay)
 
     def _close(self, tasks: frozenset[TaskId], clean: bool) -> None:
         for task in sorted(tasks):
@@ -305,6 +327,8 @@ class TaskHost:
         self._report_client.close()
         self._reader.close()
         self.directory.close()
+        if self._ownership is not None:
+            self._ownership.close()
 
     def _close_all(self) -> None:
         self._close(frozenset(self._actives), clean=True)
@@ -325,13 +349,13 @@ class _Listener:
         self._host = host
 
     def on_tasks_assigned(self, tasks: frozenset[TaskId], generation: int) -> None:
-        self._host.assigned(tasks)
+        self._host.assigned(tasks, generation)
 
     def on_tasks_revoked(self, tasks: frozenset[TaskId], generation: int) -> None:
-        self._host.revoked(tasks)
+        self._host.revoked(tasks, generation)
 
     def on_tasks_lost(self, tasks: frozenset[TaskId], generation: int) -> None:
-        self._host.lost(tasks)
+        self._host.lost(tasks, generation)
 
 
 class BatchServer(SecureFlightServer):

@@ -9,7 +9,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pytest
@@ -24,6 +24,7 @@ from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
 from streams_rt.runtime.batch_loop import BatchLoop
 from streams_rt.runtime.local import LocalApplication
+from streams_rt.tasks import ownership_log
 from tests.tasks import topologies
 
 pytestmark = pytest.mark.broker
@@ -221,6 +222,44 @@ def test_kill_9_of_a_host_fails_over_to_its_standby(apps: Apps) -> None:
     assert last_values(rows) == topologies.word_count_reference(LINES)
     owners = app.owners(loop)
     assert len({o for o in owners.values()}) == 1  # everything now on the survivor
+
+
+def test_the_ownership_log_shows_one_owner_per_task_through_a_join_a_clean_stop_and_a_kill(
+        apps: Apps, tmp_path: Path) -> None:
+    """Every host appends to one `task.ownership.log`; across a host joining, one stopping cleanly
+    and one killed, it shows no task with two owners, and each event where it happened."""
+    audit = tmp_path / "ownership.log"
+    apps.create_topics({"wc-lines": 2, "wc-counts": 2})
+    apps.produce("wc-lines", [(f"line-{i}", line.encode(), 1_000 + i) for i, line in enumerate(LINES)])
+    app, loop = apps.start("word_count", hosts=2, **{"processing.guarantee": "exactly_once_v2",
+                                                      "num.standby.replicas": 1, "task.ownership.log": str(audit),
+                                                      "max.records.per.task.per.batch": 50})
+    rows = []
+    for _ in range(3):
+        rows += output_rows(loop.run_once().rows())
+    pids = {name: host.proc.pid for name, host in app.hosts.items()}
+    pids["host-2"] = app.start_host("host-2").proc.pid
+    for _ in range(3):
+        rows += output_rows(loop.run_once().rows())
+    assert app.stop_host("host-0") == 0
+    for _ in range(3):
+        rows += output_rows(loop.run_once().rows())
+    app.stop_host("host-1", kill=True)
+    killed_at = len(ownership_log.read(audit))
+    rows += drain(loop)
+    assert last_values(rows) == topologies.word_count_reference(LINES)
+
+    events = ownership_log.read(audit)
+    assert ownership_log.check(events) == []
+    assert {e["pid"] for e in events} == set(pids.values())
+    batches = [e for e in events if e["event"] == ownership_log.BATCH]
+    assert {str(t) for t in app.owners(loop)} == {str(e["task"]) for e in batches}
+    host_0_released = {t for e in events if e["pid"] == pids["host-0"] and e["event"] == ownership_log.REVOKED
+                       for t in cast(list[str], e["tasks"])}
+    host_0_batches = {e["task"] for e in batches if e["pid"] == pids["host-0"]}
+    assert host_0_batches and host_0_batches <= host_0_released  # it gave up cleanly what it ran
+    after_kill = [e["pid"] for e in events[killed_at:] if e["event"] == ownership_log.BATCH]
+    assert after_kill and set(after_kill) == {pids["host-2"]}  # the survivor took over everything
 
 
 def test_deserialization_errors_fail_or_are_skipped_by_the_handler(apps: Apps) -> None:
