@@ -3,9 +3,11 @@ of 10k, 2 input partitions), run by two task hosts through the batch loop, again
 measured in the same run: a loop that only consumes and deserializes the same records.
 
 It prints records/s for both guarantees (at_least_once, exactly_once_v2), their ratio to the
-ceiling, the per-record cost split the hosts measured (consume, processing with user code and
-repartition sends, cache flush with store writes and changelog sends, commit with RocksDB and the
-producer), and each host's peak RSS. The last line reads `ratio <the lower> target 0.50`.
+ceiling, the same for Kafka Streams' own word count (bench/processing_java, the reference
+implementation on the JVM: one instance with 2 stream threads, its default commit interval, on the
+same topic and broker, in the same run), the per-record cost split the hosts measured (consume,
+processing with user code and repartition sends, cache flush with store writes and changelog sends,
+commit with RocksDB and the producer), and each host's peak RSS. The last line reads `ratio <the lower> target 0.50`.
 
     python bench/processing.py [--records 5000000] [--bootstrap HOST:PORT]
 
@@ -15,10 +17,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from streams_rt.kafka.dev_broker import DevBroker  # noqa: E402
+from streams_rt.kafka.jvm import compile_java, find_java  # noqa: E402
 from streams_rt.kafka.offsets import end_offsets  # noqa: E402
 from streams_rt.protocol import TopicPartition  # noqa: E402
 from streams_rt.rpc.batches import HostClient  # noqa: E402
@@ -42,6 +47,8 @@ from streams_rt.runtime.local import LocalApplication  # noqa: E402
 from streams_rt.tasks.input_reader import input_consumer  # noqa: E402
 from streams_rt.topology import Serdes  # noqa: E402
 
+JAVA_SRC = REPO / "bench" / "processing_java" / "KafkaStreamsWordCount.java"
+JAVA_OUT = REPO / "build" / "bench" / "processing_java"
 VOCABULARY = 10_000
 PARTITIONS = 2
 BATCH = int(os.environ.get("BENCH_BATCH", 200_000))  # max.records.per.task.per.batch
@@ -174,6 +181,28 @@ def run(bootstrap: str, topic: str, out_topic: str, count: int, guarantee: str, 
         app.close()
 
 
+def kafka_streams(bootstrap: str, topic: str, count: int, guarantee: str, work: Path) -> dict[str, Any]:
+    """Kafka Streams' word count on the same input: seconds from its first input record to the end of
+    its close (the last commit included), its CPU and peak RSS, as the Java program reports them."""
+    classpath = compile_java([JAVA_SRC], JAVA_OUT)
+    suffix = uuid.uuid4().hex[:6]
+    command = [find_java(), "-Xmx1g", "-cp", classpath, "KafkaStreamsWordCount", bootstrap, topic,
+               f"bench-ks-counts-{suffix}", f"bench-ks-wc-{guarantee}-{suffix}", str(work / f"ks-state-{suffix}"),
+               guarantee, str(count), str(PARTITIONS)]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(f"bench-ks-counts-{suffix}", PARTITIONS, 1)]).values():
+        future.result()
+    print(f"Kafka Streams word count ({guarantee}) ...", file=sys.stderr)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+    if result.returncode != 0:
+        raise RuntimeError(f"Kafka Streams word count failed ({result.returncode}):\n{result.stderr[-3000:]}")
+    report: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    if report["records"] < count:
+        raise RuntimeError(f"Kafka Streams counted {report['records']} of {count} records")
+    report["rate"] = count / report["seconds"]
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=5_000_000)
@@ -189,8 +218,9 @@ def main() -> None:
         produce(bootstrap, topic, args.records)
         top = ceiling(bootstrap, topic, args.records, broker_pid)
         ceiling_rate = top["rate"]
-        results = {g: run(bootstrap, topic, out, args.records, g, work, broker_pid)
-                   for g in ("at_least_once", "exactly_once_v2")}
+        guarantees = ("at_least_once", "exactly_once_v2")
+        results = {g: run(bootstrap, topic, out, args.records, g, work, broker_pid) for g in guarantees}
+        reference = {g: kafka_streams(bootstrap, topic, args.records, g, work) for g in guarantees}
         print(f"word count over {args.records:,} records ({VOCABULARY:,} distinct words, {PARTITIONS} partitions, "
               f"2 task hosts, batches of up to {BATCH:,} records per task; cpus={os.cpu_count()}, "
               f"load average {os.getloadavg()[0]:.1f})")
@@ -206,6 +236,11 @@ def main() -> None:
                   f"{per['consume_s']:.2f}, process {per['process_s']:.2f}, flush {per['flush_s']:.2f}, "
                   f"commit {per['commit_s']:.2f}; {int(t['batches'])} batches; peak RSS "
                   + ", ".join(f"{h} {mb:.0f} MB" for h, mb in sorted(r["rss"].items())))
+        for guarantee, k in reference.items():
+            print(f"  Kafka Streams {guarantee:>16}: {k['rate']:,.0f} records/s in {k['seconds']:.1f} s, ratio "
+                  f"{k['rate'] / ceiling_rate:.2f}; {k['cpu_s'] / args.records * 1e6:.1f} us of CPU per input record "
+                  f"(its JVM); peak RSS {k['peak_rss_mb']:.0f} MB; streams_rt / Kafka Streams "
+                  f"{results[guarantee]['rate'] / k['rate']:.2f}")
         cores = os.cpu_count() or 1
         print("  where the CPU went (seconds; the broker is n/a with --bootstrap), and the best ratio these cores "
               "allow for that work: ceiling wall / (all CPU of the run / cores)")
