@@ -160,9 +160,9 @@ class Coordinator:
             tls=settings.server_tls(),
             settings=settings,
         )
+        self._http: HttpEndpoint | None = None
         self._serve = threading.Thread(target=self._server.serve, name="coordinator-flight", daemon=True)
         self._serve.start()
-        self._http: HttpEndpoint | None = None
         self._discovery: tuple[Path, CoordinatorFile] | None = None
         try:
             if config.http_enabled:
@@ -232,6 +232,7 @@ class Coordinator:
                 rebalances=self.history.events(),
                 metrics=self.metrics.snapshot(self._clock()),
                 coordinator=self.address,
+                http=self.http_url,
                 now_ms=self._wall_clock_ms(),
             )
 

@@ -24,11 +24,13 @@ def build_status(
     rebalances: Sequence[RebalanceEvent],
     metrics: Mapping[str, float],
     coordinator: str,
+    http: str | None,
     now_ms: int,
 ) -> dict[str, Any]:
     """`tasks` is every task's status (TaskReports.status), `endpoints` each member's batch endpoint
     as it reported it, `lags` each member's reported lag per stateful task (as of the last round),
-    `rebalances` oldest first, `now_ms` epoch milliseconds."""
+    `rebalances` oldest first, `coordinator` and `http` its addresses (None: no HTTP endpoint),
+    `now_ms` epoch milliseconds."""
     hosts = []
     standbys: dict[TaskId, list[str]] = {}
     warmups: dict[TaskId, list[str]] = {}
@@ -64,6 +66,7 @@ def build_status(
     return {
         "application_id": group.group_id,
         "coordinator": coordinator,
+        "http": http,
         "state": group.state.value,
         "generation": group.generation,
         "protocol": group.protocol.name if group.protocol is not None else "",

@@ -5,9 +5,8 @@ carries Kafka's names and its values move across real rebalances (a host joins, 
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,11 @@ from streams_rt.coordinator.discovery import read_coordinator_file
 from streams_rt.coordinator.history import short_member_id
 from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.runtime.local import LocalApplication
+from tests.coordinator.settle import wait_until_settled
 from tests.tasks.test_host import LINES, Apps, drain
 
 pytestmark = pytest.mark.broker
 
-WAIT_S = 90
 KIP_429 = ("rebalance_latency_avg", "rebalance_latency_max", "rebalance_latency_total", "rebalance_total",
            "rebalance_rate_per_hour", "failed_rebalance_total", "failed_rebalance_rate_per_hour",
            "last_rebalance_seconds_ago")
@@ -62,19 +61,6 @@ def status(url: str) -> dict[str, Any]:
     return result
 
 
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {WAIT_S} s: {what}"
-        time.sleep(0.1)
-
-
-def settled(url: str, members: int) -> bool:
-    s = status(url)
-    return (s["state"] == "STABLE" and len(s["hosts"]) == members
-            and all(t["state"] == "RUNNING" for t in s["tasks"]) and not any(h["warmup"] for h in s["hosts"]))
-
-
 def test_metrics_carry_kafkas_names_and_move_across_real_rebalances(apps: Apps, tmp_path: Path) -> None:
     apps.create_topics({"wc-lines": 3, "wc-counts": 3})
     apps.produce("wc-lines", [(f"line-{i}", line.encode(), 1_000 + i) for i, line in enumerate(LINES)])
@@ -87,7 +73,7 @@ def test_metrics_carry_kafkas_names_and_move_across_real_rebalances(apps: Apps, 
     assert found.secret == app.coordinator.secret.token if app.coordinator.secret else found.secret is None
     assert (tmp_path / "driver" / f"{app.application_id}.coordinator.json").stat().st_mode & 0o077 == 0
     drain(loop)
-    wait_for(lambda: settled(url, 2), "two hosts, every task running")
+    wait_until_settled(app, 2)
 
     before = scrape(url)
     assert {f"streams_rt_coordinator_{n}" for n in KIP_429 + GROUP} <= names(before)
@@ -100,7 +86,7 @@ def test_metrics_carry_kafkas_names_and_move_across_real_rebalances(apps: Apps, 
     assert active_before == tasks
 
     app.start_host("host-2")
-    wait_for(lambda: settled(url, 3), "three hosts, every task running")
+    wait_until_settled(app, 3)
     joined = scrape(url)
     assert value(joined, "members") == 3
     assert value(joined, "generation") > value(before, "generation")
@@ -124,7 +110,7 @@ def test_metrics_carry_kafkas_names_and_move_across_real_rebalances(apps: Apps, 
 
     generation = value(joined, "generation")
     app.stop_host("host-0")
-    wait_for(lambda: settled(url, 2), "host-0 gone, every task running on the two others")
+    wait_until_settled(app, 2)
     left = scrape(url)
     assert value(left, "members") == 2 and value(left, "generation") > generation
     assert value(left, "last_rebalance_seconds_ago") >= 0
