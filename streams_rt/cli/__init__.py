@@ -9,7 +9,10 @@ import logging
 
 import click
 
+from streams_rt.cli.describe import describe
 from streams_rt.cli.dev_broker import dev_broker
+from streams_rt.cli.reset import reset
+from streams_rt.cli.status import status
 from streams_rt.kafka.dev_broker import BrokerError
 from streams_rt.kafka.jvm import JvmSetupError
 
@@ -34,3 +37,6 @@ def main(verbose: bool) -> None:
 
 
 main.add_command(dev_broker)
+main.add_command(status)
+main.add_command(describe)
+main.add_command(reset)

@@ -81,8 +81,9 @@ APPLICATION_SERVER = ConfigKey(
 # ---- state --------------------------------------------------------------------------------------
 STATE_DIR = ConfigKey(
     "state.dir", FilePath(), Computed(default_state_dir, "`$TMPDIR/streams-rt`"), _S,
-    "root of `<state.dir>/<application.id>/<subtopology>_<partition>/`",
-    read_by=(STATE_CONFIG,),
+    "root of `<state.dir>/<application.id>/<subtopology>_<partition>/`; the driver's coordinator writes "
+    "`<state.dir>/<application.id>.coordinator.json` there for `streams-rt status`",
+    read_by=(STATE_CONFIG, START_COORDINATOR),
     differs_from_kafka="Kafka's default is `$TMPDIR/kafka-streams`; an empty path is refused",
 )
 STATE_CLEANUP_DELAY_MS = ConfigKey(
@@ -234,6 +235,21 @@ COORDINATOR_PORT = ConfigKey(
     "port the coordinator binds; 0 picks a free one",
     origin=Origin.OURS, read_by=(COORDINATOR_CONFIG,),
 )
+COORDINATOR_HTTP_ENABLED = ConfigKey(
+    "coordinator.http.enabled", Boolean(), True, _C,
+    "serve the coordinator's read-only HTTP endpoint: `/metrics` (Prometheus), `/api/status` and the status page `/`",
+    origin=Origin.OURS, read_by=(COORDINATOR_CONFIG,),
+)
+COORDINATOR_HTTP_HOST = ConfigKey(
+    "coordinator.http.host", Text(r"\S+", "a host name or address"), "127.0.0.1", _C,
+    "address the coordinator's HTTP endpoint binds (set a reachable one for Prometheus on another machine)",
+    origin=Origin.OURS, read_by=(COORDINATOR_CONFIG,),
+)
+COORDINATOR_HTTP_PORT = ConfigKey(
+    "coordinator.http.port", Integer(0, 65535), 0, _C,
+    "port of the coordinator's HTTP endpoint; 0 picks a free one (`streams-rt status` prints it)",
+    origin=Origin.OURS, read_by=(COORDINATOR_CONFIG,),
+)
 GROUP_INITIAL_REBALANCE_DELAY_MS = ConfigKey(
     "group.initial.rebalance.delay.ms", Duration(0, bits=32), 0, _C,
     "wait this long for more members before the first round",
@@ -337,7 +353,8 @@ KEYS: tuple[ConfigKey[Any], ...] = (
     RACK_AWARE_ASSIGNMENT_TAGS,
     GROUP_INSTANCE_ID, SESSION_TIMEOUT_MS, HEARTBEAT_INTERVAL_MS, MAX_POLL_INTERVAL_MS, NUM_STREAM_THREADS,
     UPGRADE_FROM,
-    COORDINATOR_HOST, COORDINATOR_PORT, GROUP_INITIAL_REBALANCE_DELAY_MS, SCHEDULED_REBALANCE_MAX_DELAY_MS,
+    COORDINATOR_HOST, COORDINATOR_PORT, COORDINATOR_HTTP_ENABLED, COORDINATOR_HTTP_HOST, COORDINATOR_HTTP_PORT,
+    GROUP_INITIAL_REBALANCE_DELAY_MS, SCHEDULED_REBALANCE_MAX_DELAY_MS,
     GROUP_MIN_SESSION_TIMEOUT_MS, GROUP_MAX_SESSION_TIMEOUT_MS, GROUP_MAX_REBALANCE_TIMEOUT_MS, RPC_REQUEST_MAX_BYTES,
     GROUP_MAX_SUBSCRIPTION_BYTES,
     MAX_RECORDS_PER_TASK_PER_BATCH, BATCH_RETRY_TIMEOUT_MS, LOCAL_TASK_HOSTS,

@@ -186,6 +186,7 @@ class Group:
         self._rebalance_deadline_ms = 0
         self._next_rebalance_at_ms: int | None = None
         self._round_started_ms = 0
+        self._round_reasons: list[str] = []  # why the current (or last) round started, and what superseded it
         self._undelivered: set[str] = set()  # members of the last round yet to fetch their assignment
         self._pending: PendingRound | None = None  # the round being computed (COMPLETING_REBALANCE)
         self._rounds_handed_out = 0
@@ -218,12 +219,14 @@ class Group:
             return
         if self.state is GroupState.COMPLETING_REBALANCE:
             log.info("group %s: generation %d's round superseded: %s", self.group_id, self.generation + 1, reason)
+            self._round_reasons.append(reason)
             self._pending = None
             self._transition(GroupState.PREPARING_REBALANCE)
             return
         log.info("group %s: preparing rebalance after generation %d: %s", self.group_id, self.generation, reason)
         self._transition(GroupState.PREPARING_REBALANCE)
         self._round_started_ms = now_ms
+        self._round_reasons = [reason]
         self._next_rebalance_at_ms = None
         self._undelivered.clear()  # a round superseded before everyone fetched it is not measured
         for m in self.members.values():
@@ -247,6 +250,16 @@ class Group:
         self._transition(GroupState.COMPLETING_REBALANCE)
         if self._assigner is not None:
             self.complete_round(self._pending, run_round(self._assigner, self._pending), now_ms)
+
+    @property
+    def round_reason(self) -> str:
+        """Why the current (or last) round started, then what superseded it while it was computed."""
+        return "; then ".join(self._round_reasons)
+
+    @property
+    def round_started_ms(self) -> int:
+        """When the current (or last) round started collecting members (`now_ms` of that call)."""
+        return self._round_started_ms
 
     def pending_round(self) -> PendingRound | None:
         """The round to compute, while the group is COMPLETING_REBALANCE."""

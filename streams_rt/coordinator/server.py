@@ -48,6 +48,8 @@ from streams_rt.rpc.messages import (
     Response,
     SetProtocolRequest,
     SetProtocolResponse,
+    StatusRequest,
+    StatusResponse,
     SyncRequest,
     SyncResponse,
     TaskStatusRequest,
@@ -74,9 +76,11 @@ class CoordinatorServer(SecureFlightServer):
         assigner: RoundAssigner,
         decode_subscription: Callable[[bytes], Any],
         describe: Callable[[], dict[str, Any]],
+        status: Callable[[], dict[str, Any]],
         set_protocol: Callable[[RebalanceProtocol | None], None],
         request_shutdown: Callable[[str], None],
         save: Callable[[GroupRecord], None] | None = None,
+        generation_formed: Callable[[], None] | None = None,
         task_reports: TaskReports | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -87,11 +91,14 @@ class CoordinatorServer(SecureFlightServer):
         settings: ControlPlaneSettings = ControlPlaneSettings(),
     ) -> None:
         """`group` is computed by `assigner` off the lock. With `secret`, every call must carry it;
-        without, the server binds loopback only. `settings` bounds every request."""
+        without, the server binds loopback only. `settings` bounds every request. `generation_formed`
+        runs under the lock each time a round is applied (the history, the log)."""
         self._group = group
         self._settings = settings
         self._decode = decode_subscription
         self._describe = describe
+        self._status = status
+        self._generation_formed = generation_formed
         self._set_protocol = set_protocol
         self._request_shutdown = request_shutdown
         self._task_reports = task_reports or TaskReports({})
@@ -109,6 +116,7 @@ class CoordinatorServer(SecureFlightServer):
             RequestShutdownRequest.ACTION: self._request_shutdown_action,
             ReportTasksRequest.ACTION: self._report_tasks,
             TaskStatusRequest.ACTION: self._task_status,
+            StatusRequest.ACTION: self._status_action,
             ReportUnreachableRequest.ACTION: self._report_unreachable,
         }
         # Everything a call touches exists before the port opens (a host may be retrying on it).
@@ -276,6 +284,9 @@ class CoordinatorServer(SecureFlightServer):
     def _describe_action(self, req: DescribeRequest) -> DescribeResponse:
         return DescribeResponse(**self._describe())
 
+    def _status_action(self, req: StatusRequest) -> StatusResponse:
+        return StatusResponse(status=self._status())
+
     def _set_protocol_action(self, req: SetProtocolRequest) -> SetProtocolResponse:
         self._set_protocol(req.rebalance_protocol)
         return SetProtocolResponse()
@@ -330,6 +341,8 @@ class CoordinatorServer(SecureFlightServer):
 
     def _round_applied(self) -> None:
         """Under the lock, after the RoundRunner applied a round: a new generation to deliver and save."""
+        if self._generation_formed is not None:
+            self._generation_formed()
         if self._saver is not None:
             self._saver.notify()
         self._cond.notify_all()

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from streams_rt.assignment import AssignmentConfigs
@@ -15,17 +17,25 @@ from streams_rt.config import StreamsConfig, resolve
 from streams_rt.config.registry import (
     APPLICATION_ID,
     COORDINATOR_HOST,
+    COORDINATOR_HTTP_ENABLED,
+    COORDINATOR_HTTP_HOST,
+    COORDINATOR_HTTP_PORT,
     COORDINATOR_PORT,
     GROUP_INITIAL_REBALANCE_DELAY_MS,
     SCHEDULED_REBALANCE_MAX_DELAY_MS,
+    STATE_DIR,
     UPGRADE_FROM,
 )
+from streams_rt.coordinator.discovery import CoordinatorFile, this_process
 from streams_rt.coordinator.group import Group, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
+from streams_rt.coordinator.history import RebalanceHistory
+from streams_rt.coordinator.http_endpoint import HttpEndpoint
 from streams_rt.coordinator.metrics import RebalanceMetrics
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.server import CoordinatorServer, monotonic_ms
 from streams_rt.coordinator.state_store import CoordinatorSnapshot, StateStore
+from streams_rt.coordinator.status import build_status
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
 from streams_rt.coordinator.task_reports import TaskReports
 from streams_rt.coordinator.user_data import UserDataCodec
@@ -35,6 +45,8 @@ from streams_rt.rpc.errors import GroupError, GroupErrorException
 from streams_rt.rpc.settings import ControlPlaneSettings
 
 log = logging.getLogger(__name__)
+
+MOVES_LOGGED = 20  # a round's log line names this many moved tasks, then counts the rest
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,10 @@ class CoordinatorConfig:
     # group.initial.rebalance.delay.ms, applied to the first round after a restart (see Group). The
     # restored members already hold the round open until they rejoin, so 0 is safe.
     initial_rebalance_delay_ms: int = GROUP_INITIAL_REBALANCE_DELAY_MS.default_value()
+    # The read-only HTTP endpoint: /metrics, /api/status and the status page.
+    http_enabled: bool = COORDINATOR_HTTP_ENABLED.default_value()
+    http_host: str = COORDINATOR_HTTP_HOST.default_value()
+    http_port: int = COORDINATOR_HTTP_PORT.default_value()
 
     @classmethod
     def from_config(cls, config: StreamsConfig) -> CoordinatorConfig:
@@ -56,6 +72,9 @@ class CoordinatorConfig:
             bind_host=config.get(COORDINATOR_HOST),
             port=config.get(COORDINATOR_PORT),
             initial_rebalance_delay_ms=config.get(GROUP_INITIAL_REBALANCE_DELAY_MS),
+            http_enabled=config.get(COORDINATOR_HTTP_ENABLED),
+            http_host=config.get(COORDINATOR_HTTP_HOST),
+            http_port=config.get(COORDINATOR_HTTP_PORT),
         )
 
     @classmethod
@@ -81,17 +100,24 @@ class Coordinator:
         settings: ControlPlaneSettings = ControlPlaneSettings(),
         secret: SharedSecret | None = None,
         task_inputs: Mapping[TaskId, Sequence[TopicPartition]] | None = None,
+        discovery_dir: Path | None = None,
+        wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
     ) -> None:
         """`store` keeps the generation and the members across a driver restart; `clock` is the
         monotonic milliseconds every rule runs on (tests may move it forward). `settings` bound the
         requests and switch TLS on. Every call must carry `secret`: by default a new one when
         `settings.authenticate`, none otherwise (pass the old one to keep the hosts of this run
         across a coordinator restart). `task_inputs` (each task's input partitions) is what
-        `task_status` reports tasks against."""
+        `task_status` reports tasks against. With `discovery_dir` (the application's state.dir) the
+        coordinator writes its coordinator file there for operator tools (coordinator/discovery.py).
+        `wall_clock_ms` (epoch) dates the rebalances for people."""
         self.config = config
         self.secret = secret if secret is not None else SharedSecret.generate() if settings.authenticate else None
         self.metrics = RebalanceMetrics()
+        self.history = RebalanceHistory()
         self._clock = clock
+        self._wall_clock_ms = wall_clock_ms
+        self._task_reports = TaskReports(task_inputs or {})
         self._store = store
         self._planner = planner
         snapshot = store.load() if store is not None else None
@@ -120,10 +146,12 @@ class Coordinator:
             assigner=planner,
             decode_subscription=planner.decode_subscription,
             describe=self.describe,
+            status=self.status,
             set_protocol=lambda protocol: self.set_protocol(protocol, "operator set_protocol action"),
             request_shutdown=self.request_shutdown,
             save=self._save if store is not None else None,
-            task_reports=TaskReports(task_inputs or {}),
+            generation_formed=self._generation_formed,
+            task_reports=self._task_reports,
             host=config.bind_host,
             port=config.port,
             tick_interval_ms=config.tick_interval_ms,
@@ -132,9 +160,31 @@ class Coordinator:
             tls=settings.server_tls(),
             settings=settings,
         )
+        self._http: HttpEndpoint | None = None
         self._serve = threading.Thread(target=self._server.serve, name="coordinator-flight", daemon=True)
         self._serve.start()
-        log.info("coordinator for %s listening on %s", config.application_id, self.address)
+        self._discovery: tuple[Path, CoordinatorFile] | None = None
+        try:
+            if config.http_enabled:
+                self._http = HttpEndpoint(self.status, config.http_host, config.http_port)
+            if discovery_dir is not None:
+                pid, started = this_process()
+                found = CoordinatorFile(config.application_id, self.address, self.http_url, pid, started,
+                                        self.secret.token if self.secret is not None else None,
+                                        None if settings.ssl_truststore_location is None
+                                        else str(settings.ssl_truststore_location))
+                found.write(discovery_dir)
+                self._discovery = (discovery_dir, found)
+        except BaseException:
+            self.close()
+            raise
+        log.info("coordinator for %s listening on %s%s", config.application_id, self.address,
+                 f"; status page and /metrics on {self.http_url}" if self.http_url else "")
+
+    @property
+    def http_url(self) -> str | None:
+        """The HTTP endpoint (status page at `/`, `/metrics`, `/api/status`), or None when it is off."""
+        return self._http.url if self._http is not None else None
 
     @property
     def address(self) -> str:
@@ -170,6 +220,41 @@ class Coordinator:
                 "metrics": self.metrics.snapshot(self._clock()),
             }
 
+    def status(self) -> dict[str, Any]:
+        """The operator's view (coordinator/status.py): what `streams-rt status`, the status page and
+        /metrics show."""
+        with self._server.lock:
+            return build_status(
+                group=self.group,
+                tasks=self._task_reports.status(self.group),
+                endpoints=self._task_reports.endpoints(self.group),
+                lags=getattr(self._planner, "reported_lags", {}),
+                rebalances=self.history.events(),
+                metrics=self.metrics.snapshot(self._clock()),
+                coordinator=self.address,
+                http=self.http_url,
+                now_ms=self._wall_clock_ms(),
+            )
+
+    def _generation_formed(self) -> None:
+        """Under the group lock, after a round was applied: record it, and log what moved and why."""
+        group = self.group
+        wall, now = self._wall_clock_ms(), self._clock()
+        event = self.history.generation_formed(
+            generation=group.generation,
+            protocol=group.protocol.name if group.protocol is not None else "",
+            reason=group.round_reason,
+            started_ms=wall - (now - group.round_started_ms),
+            formed_ms=wall,
+            assignments={mid: m.assignment.tasks for mid, m in group.members.items() if m.assignment is not None},
+        )
+        shown = ", ".join(str(move) for move in event.moves[:MOVES_LOGGED])
+        more = f" and {len(event.moves) - MOVES_LOGGED} more" if len(event.moves) > MOVES_LOGGED else ""
+        log.info("group %s: rebalance done: generation %d (%s, %d members) %d ms after it started (%s); %s",
+                 group.group_id, event.generation, event.protocol or "failed", event.members,
+                 event.formed_ms - event.started_ms, event.reason,
+                 f"moved: {shown}{more}" if event.moves else "nothing moved")
+
     def _save(self, record: GroupRecord) -> None:
         assert self._store is not None
         self._store.save(CoordinatorSnapshot(self.config.application_id, record))
@@ -199,6 +284,10 @@ class Coordinator:
         log.warning("application %s: shutdown requested: %s", self.config.application_id, reason)
 
     def close(self) -> None:
+        if self._discovery is not None:
+            self._discovery[1].remove(self._discovery[0])
+        if self._http is not None:
+            self._http.close()
         self._server.shutdown()
         self._serve.join(5)
 
@@ -235,5 +324,5 @@ def start_coordinator(
     }
     return Coordinator(
         CoordinatorConfig.from_config(config), planner, store=store,
-        settings=ControlPlaneSettings.from_config(config), task_inputs=inputs,
+        settings=ControlPlaneSettings.from_config(config), task_inputs=inputs, discovery_dir=config.get(STATE_DIR),
     )

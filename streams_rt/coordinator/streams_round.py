@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from streams_rt.assignment import AssignmentConfigs, ClientAssignment, ClientState, assign
-from streams_rt.assignment.lag import is_caught_up
+from streams_rt.assignment.lag import RUNNING, is_caught_up, lag_code
 from streams_rt.coordinator.assignment_content import SourceTopics, build_contents
 from streams_rt.coordinator.departures import DepartureTracker
 from streams_rt.coordinator.errors import SubscriptionRejected
@@ -118,6 +118,9 @@ class StreamsRoundPlanner:
         self._departures = DepartureTracker(scheduled_rebalance_max_delay_ms)
         self._wall_clock_ms = wall_clock_ms
         self.shutdown_requested = False
+        # member id -> {stateful task: records behind its changelog's end} as the members reported
+        # them in the subscriptions of the last applied round (0: running active; -1: unknown).
+        self.reported_lags: Mapping[str, Mapping[TaskId, int]] = {}
 
     def request_shutdown(self) -> None:
         """From now on every round gives every member no tasks and SHUTDOWN_REQUESTED (KIP-725).
@@ -166,6 +169,7 @@ class StreamsRoundPlanner:
         if self.shutdown_requested:
             return self._shutdown_round(members, generation, versions, protocol)
         departures: DepartureTracker | None = None  # probing rounds keep it as it is
+        lags: dict[str, dict[TaskId, int]] | None = None
         if versions.probing:
             planned = self._probing_assignment(members)
             next_at: int | None = now_ms  # everyone rejoins at the version it now knows to use
@@ -176,7 +180,7 @@ class StreamsRoundPlanner:
             )
         else:
             departures = self._departures.copy()
-            planned, next_at = self._assign(members, subs, protocol, now_ms, departures)
+            planned, next_at, lags = self._assign(members, subs, protocol, now_ms, departures)
         # Ownership claims come from the subscriptions. An EAGER member revoked everything before
         # joining: it reports its previous tasks (for stickiness) but claims nothing. An unreadable
         # (future) subscription claims nothing either.
@@ -199,7 +203,7 @@ class StreamsRoundPlanner:
             mid: self._encode(mid, generation, protocol, versions, contents[mid], a, unwritable.get(mid))
             for mid, a in safe.items()
         }
-        return RoundOutcome(assignments, protocol, next_at, commit=self._keeper(departures))
+        return RoundOutcome(assignments, protocol, next_at, commit=self._keeper(departures, lags))
 
     def _encode(
         self, member_id: str, generation: int, protocol: RebalanceProtocol, versions: RoundVersions,
@@ -219,13 +223,15 @@ class StreamsRoundPlanner:
         why = f"the coordinator cannot write this member's assignment ({unwritable})"
         return MemberAssignment(generation, protocol, b"", AssignorError.ASSIGNMENT_ERROR, why)
 
-    def _keeper(self, departures: DepartureTracker | None) -> Callable[[], None] | None:
-        """Keeps what a round recorded about departures, once the group applies the round."""
-        if departures is None:
+    def _keeper(self, departures: DepartureTracker | None,
+                lags: dict[str, dict[TaskId, int]] | None) -> Callable[[], None] | None:
+        """Keeps what a round recorded about departures and lags, once the group applies the round."""
+        if departures is None or lags is None:
             return None
 
         def keep() -> None:
             self._departures = departures
+            self.reported_lags = lags
 
         return keep
 
@@ -262,7 +268,7 @@ class StreamsRoundPlanner:
         protocol: RebalanceProtocol,
         now_ms: int,
         departures: DepartureTracker,
-    ) -> tuple[dict[str, ClientAssignment], int | None]:
+    ) -> tuple[dict[str, ClientAssignment], int | None, dict[str, dict[TaskId, int]]]:
         by_process: dict[uuid.UUID, str] = {}
         clients: list[ClientState] = []
         for mid, d in sorted(subs.items(), key=lambda kv: -_owned_generation(members[kv[0]])):
@@ -300,7 +306,8 @@ class StreamsRoundPlanner:
         deadline = departures.next_deadline_ms()
         if deadline is not None:
             next_at = deadline if next_at is None else min(next_at, deadline)
-        return planned, next_at
+        lags = {by_process[c.process_id]: _reported_lags(c, ends) for c in clients}
+        return planned, next_at, lags
 
     def _caught_up_elsewhere(self, task: TaskId, clients: Collection[ClientState], ends: Mapping[TaskId, int]) -> bool:
         """Could a present client take the task over without restoring? The assignor's own rule."""
@@ -315,6 +322,17 @@ class StreamsRoundPlanner:
             tasks = m.assignment.tasks if m.assignment else ClientAssignment()
             out[mid] = ClientAssignment(active=tasks.active, standby=tasks.standby)
         return out
+
+
+def _reported_lags(client: ClientState, ends: Mapping[TaskId, int]) -> dict[TaskId, int]:
+    """The client's lag on each stateful task it reported state for (0 when it runs it as active)."""
+    lags = {}
+    for task, offset_sum in client.task_offset_sums.items():
+        end = ends.get(task)
+        if end is not None:
+            code = lag_code(end, offset_sum)
+            lags[task] = 0 if code == RUNNING else code
+    return lags
 
 
 def _owned_generation(m: Member) -> int:

@@ -33,6 +33,11 @@ class TaskReports:
         """The members of `group` whose latest report names `endpoint` as their batch endpoint."""
         return [mid for mid, report in self._reports.items() if report.endpoint == endpoint and mid in group.members]
 
+    def endpoints(self, group: Group) -> dict[str, str]:
+        """Each member's batch endpoint, as its latest report named it (members that never reported
+        are left out)."""
+        return {mid: report.endpoint for mid, report in self._reports.items() if mid in group.members}
+
     def status(self, group: Group) -> dict[TaskId, TaskStatus]:
         """Every task of the topology with its current owner and, if that owner reported for its
         current generation, the owner's phase and positions."""

@@ -382,6 +382,20 @@ class TaskStatusResponse(Response):
 
 
 @dataclasses.dataclass(frozen=True)
+class StatusRequest(Request):
+    """The operator's view (`streams-rt status`, the status page): hosts, tasks with state and
+    lags, the last rebalances, metrics."""
+
+    ACTION: ClassVar[str] = "status"
+    group_id: str
+
+
+@dataclasses.dataclass(frozen=True)
+class StatusResponse(Response):
+    status: dict[str, Any] = dataclasses.field(default_factory=dict)  # streams_rt.coordinator.status.build_status
+
+
+@dataclasses.dataclass(frozen=True)
 class ReportUnreachableRequest(Request):
     """A reader could not reach a task's owner host at `endpoint` (the connection failed, e.g. it was
     refused). The coordinator probes the endpoint itself and removes the member whose host it is
@@ -413,6 +427,7 @@ REQUESTS: dict[str, tuple[type[Request], type[Response]]] = {
     SetProtocolRequest.ACTION: (SetProtocolRequest, SetProtocolResponse),
     RequestShutdownRequest.ACTION: (RequestShutdownRequest, RequestShutdownResponse),
     ReportTasksRequest.ACTION: (ReportTasksRequest, ReportTasksResponse),
+    StatusRequest.ACTION: (StatusRequest, StatusResponse),
     TaskStatusRequest.ACTION: (TaskStatusRequest, TaskStatusResponse),
     ReportUnreachableRequest.ACTION: (ReportUnreachableRequest, ReportUnreachableResponse),
 }

@@ -1,0 +1,104 @@
+"""`streams-rt status`: the group, its hosts, every task with its state and lags, the generation and
+the last rebalances, as the coordinator sees them now (its `status` action)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from streams_rt.cli.coordinator_access import connect, coordinator_options
+from streams_rt.rpc.client import AuthenticationRefused, CoordinatorUnavailable
+from streams_rt.rpc.errors import GroupErrorException
+from streams_rt.rpc.messages import StatusRequest, StatusResponse
+
+REBALANCES_SHOWN = 5
+MOVES_SHOWN = 12
+
+
+@click.command("status")
+@coordinator_options
+@click.option("--json", "as_json", is_flag=True, help="Print the coordinator's status object as JSON.")
+def status(application_id: str, state_dir: Path | None, address: str | None, truststore: Path | None,
+           as_json: bool) -> None:
+    """Show the group, its hosts, the tasks with state and lag, the generation and the last rebalances.
+
+    The coordinator is found through the file its driver wrote on this machine
+    (<state.dir>/<application.id>.coordinator.json, which holds the run's secret), or at --coordinator
+    with the secret in $STREAMS_RT_AUTH_SECRET."""
+    try:
+        with connect(application_id, state_dir, address, truststore) as client:
+            response = client.call(StatusRequest(group_id=application_id), StatusResponse)
+            response.raise_for_error()
+    except AuthenticationRefused:
+        raise click.ClickException("the coordinator refused the secret (is this the run's secret?)") from None
+    except CoordinatorUnavailable as e:
+        raise click.ClickException(f"cannot reach the coordinator: {str(e).splitlines()[0]}") from None
+    except GroupErrorException as e:
+        raise click.ClickException(f"the coordinator answered {e.error.name}: {e.message}") from None
+    click.echo(json.dumps(response.status, indent=2) if as_json else render_status(response.status))
+
+
+def render_status(status: Mapping[str, Any]) -> str:
+    """The status object (coordinator/status.py) as text tables."""
+    names = {h["member"]: h["name"] for h in status["hosts"]}
+    tasks = status["tasks"]
+    states: dict[str, int] = {}
+    for task in tasks:
+        states[task["state"]] = states.get(task["state"], 0) + 1
+    lines = [
+        f"application {status['application_id']}  coordinator {status['coordinator']}  "
+        f"status page {status['http'] or 'off'}",
+        f"group {status['state']}  generation {status['generation']}  protocol {status['protocol'] or '-'}  "
+        f"hosts {len(status['hosts'])}  tasks {len(tasks)} "
+        f"({', '.join(f'{n} {s}' for s, n in sorted(states.items())) or 'none'})",
+        "",
+    ]
+    lines += _table(["HOST", "ENDPOINT", "ACTIVE", "STANDBY", "WARMUP"], [
+        [h["name"], h["endpoint"] or "-", _tasks(h["active"]), _tasks(h["standby"]), _tasks(h["warmup"])]
+        for h in status["hosts"]
+    ])
+    lines.append("")
+
+    def name(member: str | None) -> str:
+        return "-" if member is None else names.get(member, member)
+
+    def replicas(members: Sequence[str], lags: Mapping[str, int]) -> str:
+        return ", ".join(f"{name(m)}{_lag(lags.get(m))}" for m in members) or "-"
+
+    lines += _table(["TASK", "STATE", "ACTIVE", "STANDBY", "WARMUP"], [
+        [t["task"], t["state"], replicas([t["active"]] if t["active"] else [], t["lags"]),
+         replicas(t["standby"], t["lags"]), replicas(t["warmup"], t["lags"])]
+        for t in tasks
+    ])
+    lines += ["", "(n): records the replica's state was behind its changelogs when the generation formed",
+              "", "LAST REBALANCES (newest first)"]
+    events = list(reversed(status["rebalances"]))[:REBALANCES_SHOWN]
+    if not events:
+        lines.append("none yet")
+    for event in events:
+        when = datetime.datetime.fromtimestamp(event["formed_ms"] / 1000).strftime("%H:%M:%S")
+        lines.append(f"generation {event['generation']}  {when}  {event['duration_ms']} ms  "
+                     f"{event['protocol'] or 'failed'}  {event['members']} hosts  {event['reason']}")
+        moves = [f"{m['task']} {m['kind']} {m['from'] or 'none'}->{m['to'] or 'none'}" for m in event["moves"]]
+        more = f" and {len(moves) - MOVES_SHOWN} more" if len(moves) > MOVES_SHOWN else ""
+        lines.append(f"  moved: {', '.join(moves[:MOVES_SHOWN])}{more}" if moves else "  nothing moved")
+    return "\n".join(lines)
+
+
+def _tasks(tasks: Sequence[str]) -> str:
+    return " ".join(tasks) or "-"
+
+
+def _lag(lag: int | None) -> str:
+    return "" if lag is None else " (?)" if lag < 0 else f" ({lag})"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+            for row in [header, *rows]]
