@@ -10,6 +10,7 @@ import logging
 import click
 
 from streams_rt.cli.dev_broker import dev_broker
+from streams_rt.cli.query import query
 from streams_rt.kafka.dev_broker import BrokerError
 from streams_rt.kafka.jvm import JvmSetupError
 
@@ -34,3 +35,4 @@ def main(verbose: bool) -> None:
 
 
 main.add_command(dev_broker)
+main.add_command(query)
