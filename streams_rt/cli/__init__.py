@@ -11,6 +11,7 @@ import click
 
 from streams_rt.cli.describe import describe
 from streams_rt.cli.dev_broker import dev_broker
+from streams_rt.cli.query import query
 from streams_rt.cli.reset import reset
 from streams_rt.cli.status import status
 from streams_rt.kafka.dev_broker import BrokerError
@@ -40,3 +41,4 @@ main.add_command(dev_broker)
 main.add_command(status)
 main.add_command(describe)
 main.add_command(reset)
+main.add_command(query)

@@ -23,6 +23,7 @@ class Group(enum.Enum):
     MEMBERSHIP = "Group membership"
     COORDINATOR = "Coordinator"
     SPARK_SOURCE = "Spark source"
+    QUERIES = "Interactive queries"
     SECURITY = "Security"
     CLIENTS = "Kafka clients"
 

@@ -60,6 +60,9 @@ _GROUP_INTROS: dict[Group, str] = {
         "request is held to, `ControlPlaneSettings` (see `coordinator.md`)."
     ),
     Group.SPARK_SOURCE: "The Spark source and the task hosts it starts.",
+    Group.QUERIES: (
+        "Each task host's HTTP endpoint over its stores, `streams_rt.iq.QuerySettings.from_config` (see `iq.md`)."
+    ),
     Group.SECURITY: (
         "How the Kafka clients authenticate and encrypt, and streams_rt's own control plane (`rpc.*`: the "
         "coordinator, and the task hosts' batch endpoints, which take the driver's secret)."

@@ -46,6 +46,7 @@ CONTROL_PLANE = "ControlPlaneSettings.from_config"
 MEMBER_CONFIG = "MemberConfig.from_config"
 HOST_PROCESSING = "HostSettings.processing"
 SPARK_SOURCE_OPTIONS = "SourceOptions.parse"
+QUERY_SETTINGS = "QuerySettings.from_config"
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
@@ -74,8 +75,11 @@ BOOTSTRAP_SERVERS = ConfigKey(
 )
 APPLICATION_SERVER = ConfigKey(
     "application.server", Nullable(HostPort(), blank_is_unset=True), None, _A,
-    "host:port of this task host's interactive-query endpoint, sent to the group in its subscription",
-    differs_from_kafka="must be host:port when set; Kafka checks it only when the instance starts",
+    "host:port of this task host's interactive-query endpoint, sent to the group in its subscription; unset: "
+    "the address it binds (`iq.bind.host` and the port it got)",
+    read_by=(QUERY_SETTINGS,),
+    differs_from_kafka="must be host:port when set; Kafka checks it only when the instance starts. Its port is "
+    "also the port bound when `iq.port` is 0 (Kafka leaves the server to the user)",
 )
 
 # ---- state --------------------------------------------------------------------------------------
@@ -312,6 +316,34 @@ LOCAL_TASK_HOSTS = ConfigKey(
     origin=Origin.OURS,
 )
 
+# ---- interactive queries -----------------------------------------------------------------------
+IQ_ENABLED = ConfigKey(
+    "iq.enabled", Boolean(), True, Group.QUERIES,
+    "every task host serves its stores over HTTP (`/v1/...`, see iq.md)",
+    origin=Origin.OURS, read_by=(QUERY_SETTINGS,),
+)
+IQ_BIND_HOST = ConfigKey(
+    "iq.bind.host", Text(r"\S+", "a host name or address"), "127.0.0.1", Group.QUERIES,
+    "address the query endpoint binds; anything but loopback exposes the stores (the endpoint has no "
+    "authentication)",
+    origin=Origin.OURS, read_by=(QUERY_SETTINGS,),
+)
+IQ_PORT = ConfigKey(
+    "iq.port", Integer(0, 65535), 0, Group.QUERIES,
+    "port the query endpoint binds; 0: the port of `application.server` if set, else a free one",
+    origin=Origin.OURS, read_by=(QUERY_SETTINGS,),
+)
+IQ_PAGE_SIZE_MAX = ConfigKey(
+    "iq.page.size.max", Integer(1, 100_000), 1_000, Group.QUERIES,
+    "the most entries one range or all page holds; a larger `limit` is refused (400)",
+    origin=Origin.OURS, read_by=(QUERY_SETTINGS,),
+)
+IQ_PROXY_TIMEOUT_MS = ConfigKey(
+    "iq.proxy.timeout.ms", Duration(1), 10_000, Group.QUERIES,
+    "how long a `?route=proxy` request waits for the owner host",
+    origin=Origin.OURS, read_by=(QUERY_SETTINGS,),
+)
+
 # ---- security -----------------------------------------------------------------------------------
 SECURITY_PROTOCOL = ConfigKey(
     "security.protocol", Choice(("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), ignore_case=True), "PLAINTEXT",
@@ -358,6 +390,7 @@ KEYS: tuple[ConfigKey[Any], ...] = (
     GROUP_MIN_SESSION_TIMEOUT_MS, GROUP_MAX_SESSION_TIMEOUT_MS, GROUP_MAX_REBALANCE_TIMEOUT_MS, RPC_REQUEST_MAX_BYTES,
     GROUP_MAX_SUBSCRIPTION_BYTES,
     MAX_RECORDS_PER_TASK_PER_BATCH, BATCH_RETRY_TIMEOUT_MS, LOCAL_TASK_HOSTS,
+    IQ_ENABLED, IQ_BIND_HOST, IQ_PORT, IQ_PAGE_SIZE_MAX, IQ_PROXY_TIMEOUT_MS,
     SECURITY_PROTOCOL, RPC_AUTHENTICATE, RPC_SSL_ENABLED, RPC_SSL_CERTIFICATE_CHAIN_LOCATION,
     RPC_SSL_PRIVATE_KEY_LOCATION, RPC_SSL_TRUSTSTORE_LOCATION,
 )

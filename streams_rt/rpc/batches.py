@@ -28,11 +28,16 @@ class BatchRequest:
     task: TaskId
     generation: int
     ranges: Mapping[TopicPartition, tuple[int, int]]  # [start, end) per input partition
+    # The planner's number for the micro-batch (Spark's batch id), recorded with the task's commit so
+    # that interactive queries can say which batch a state is from; None when the planner has none.
+    batch_id: int | None = None
 
     def to_bytes(self) -> bytes:
         ranges = [[tp.topic, tp.partition, s, e] for tp, (s, e) in sorted(self.ranges.items())]
-        return json.dumps({"task": str(self.task), "generation": self.generation, "ranges": ranges},
-                          separators=(",", ":")).encode()
+        body: dict[str, Any] = {"task": str(self.task), "generation": self.generation, "ranges": ranges}
+        if self.batch_id is not None:
+            body["batch"] = self.batch_id
+        return json.dumps(body, separators=(",", ":")).encode()
 
     @classmethod
     def from_bytes(cls, body: bytes) -> BatchRequest:
@@ -49,9 +54,12 @@ class BatchRequest:
                 ranges[TopicPartition(topic, partition)] = (start, end)
             if not _offset(generation + 1):
                 raise ValueError("bad generation")
+            batch_id = raw.get("batch")
+            if batch_id is not None and not _offset(batch_id):
+                raise ValueError("bad batch id")
         except (ValueError, KeyError, TypeError) as e:
             raise BatchRequestInvalid(f"not a batch request: {e}") from None
-        return cls(task, generation, ranges)
+        return cls(task, generation, ranges, batch_id)
 
 
 def _offset(value: Any) -> bool:

@@ -82,6 +82,9 @@ class BatchLoop:
         # Batches that could not run: fixed once planned (as Spark's offset log fixes them), so they
         # are asked for again, with the same ranges, from the task's owner at that time.
         self.pending: dict[TaskId, PlannedBatch] = {}
+        # Numbers the batches run_once plans, as Spark numbers micro-batches: a task's commit records
+        # the number of the batch it applied (interactive queries report it).
+        self.batch_id = -1
         self._secret, self._roots = secret, tls_root_certs
         self._coordinator = GroupClient(coordinator_address, secret=secret, tls_root_certs=tls_root_certs)
         self._admin = AdminClient({"bootstrap.servers": bootstrap_servers})
@@ -98,12 +101,13 @@ class BatchLoop:
             for tp in status.inputs:
                 if tp not in self.positions and tp in status.positions:
                     self.positions[tp] = status.positions[tp]
-        retries = [PlannedBatch(t, s.endpoint or "", generation, self.pending[t].ranges)
+        retries = [PlannedBatch(t, s.endpoint or "", generation, self.pending[t].ranges, self.pending[t].batch_id)
                    for t, s in running.items() if t in self.pending]
         fresh = {t: s for t, s in running.items() if t not in self.pending}
         ends = end_offsets(self._admin, [tp for s in fresh.values() for tp in s.inputs])
         latest = latest_positions(self.positions, fresh, ends, self.max_records_per_task)
-        batches = retries + plan(self.positions, latest, fresh, generation)
+        self.batch_id += 1
+        batches = retries + plan(self.positions, latest, fresh, generation, self.batch_id)
         result = BatchResult()
         for batch, outcome in zip(batches, self._pool.map(self._run, batches), strict=True):
             if isinstance(outcome, BatchError):
@@ -120,7 +124,7 @@ class BatchLoop:
     def _run(self, batch: PlannedBatch) -> pa.Table | BatchError:
         client = self._hosts.get(batch.endpoint) or self._hosts.setdefault(
             batch.endpoint, HostClient(batch.endpoint, secret=self._secret, tls_root_certs=self._roots))
-        request = BatchRequest(batch.task, batch.generation, batch.ranges)
+        request = BatchRequest(batch.task, batch.generation, batch.ranges, batch.batch_id)
         try:
             table = client.run_batch(request)
             client.commit(request)

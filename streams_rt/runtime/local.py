@@ -57,6 +57,15 @@ class HostProcess:
             return None
 
     @property
+    def query_endpoint(self) -> str | None:
+        """host:port of its interactive-query endpoint (None: not serving, or not started yet)."""
+        try:
+            found = json.loads(self.ready_file.read_text()).get("query_endpoint")
+        except (OSError, ValueError):
+            return None
+        return None if found is None else str(found)
+
+    @property
     def alive(self) -> bool:
         return self.proc.poll() is None
 
@@ -121,7 +130,7 @@ class LocalApplication:
         env = {**os.environ, **secret, **(env or {}),
                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
         with open(log_file, "ab") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "streams_rt.tasks.host_main", "--config", str(config_file)],
+            proc = subprocess.Popen([sys.executable, "-m", "streams_rt.iq.host_main", "--config", str(config_file)],
                                     stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(REPO_ROOT))
         host = self.hosts[name] = HostProcess(name, proc, ready, log_file)
         deadline = time.monotonic() + 60

@@ -21,6 +21,7 @@ class PlannedBatch:
     endpoint: str
     generation: int
     ranges: Mapping[TopicPartition, tuple[int, int]]
+    batch_id: int | None = None  # the planner's number for the micro-batch it belongs to
 
     @property
     def records(self) -> int:
@@ -55,11 +56,12 @@ def plan(
     end: Mapping[TopicPartition, int],
     statuses: Mapping[TaskId, TaskStatus],
     generation: int,
+    batch_id: int | None = None,
 ) -> list[PlannedBatch]:
     """Spark's partitions(start, end): one batch per task with work, for its current owner."""
     batches = []
     for task, status in sorted(statuses.items()):
         ranges = {tp: (start[tp], end[tp]) for tp in status.inputs if tp in start and tp in end}
         if any(e > s for s, e in ranges.values()) and status.endpoint:
-            batches.append(PlannedBatch(task, status.endpoint, generation, ranges))
+            batches.append(PlannedBatch(task, status.endpoint, generation, ranges, batch_id))
     return batches

@@ -1,7 +1,7 @@
 """Task hosts on Spark executors: one per executor, started from the executor's Python workers.
 
 `ensure_host(spec)` runs on an executor (in a start-up job, and in `read` for executors added later):
-it starts `streams_rt.tasks.host_main` detached (its own session, so it outlives the short-lived
+it starts `streams_rt.iq.host_main` detached (its own session, so it outlives the short-lived
 Python worker) unless the executor already has one. The host holds a lock file in the executor's
 working directory for its whole life, so a second start exits at once, and it watches the executor's
 JVM: when the executor is gone, the host commits, leaves and exits, releasing its state locks."""
@@ -67,7 +67,7 @@ def ensure_host(spec: HostSpec) -> dict[str, Any]:
     config_file.write_text(json.dumps(config))
     os.chmod(config_file, 0o600)
     with open(directory / "host.log", "ab") as log:
-        subprocess.Popen([sys.executable, "-m", "streams_rt.tasks.host_main", "--config", str(config_file)],
+        subprocess.Popen([sys.executable, "-m", "streams_rt.iq.host_main", "--config", str(config_file)],
                          stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                          env={**os.environ, **spec.environment}, start_new_session=True, cwd=str(directory))
     deadline = time.monotonic() + READY_TIMEOUT_S

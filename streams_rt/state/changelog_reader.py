@@ -155,6 +155,15 @@ class ChangelogReader:
     def positions(self, task: TaskId) -> dict[TopicPartition, int]:
         return {p.tp: p.position for p in self._partitions.values() if p.owner == task}
 
+    def restore_progress(self) -> dict[TaskId, tuple[int, int]]:
+        """Every restoring task's (records restored so far, offsets still to read)."""
+        progress: dict[TaskId, tuple[int, int]] = {}
+        for part in self._partitions.values():
+            if part.mode is ReadMode.RESTORE:
+                done, left = progress.get(part.owner, (0, 0))
+                progress[part.owner] = (done + part.restored, left + max(0, part.end - part.position))
+        return progress
+
     def lag(self, task: TaskId) -> int:
         """Offsets between the read positions and the changelogs' current committed ends (records
         plus commit markers not yet passed): 0 when caught up."""

@@ -14,10 +14,12 @@ restore resumes; the checkpoint file (Kafka's format) is what tools and offset s
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from streams_rt.protocol import TaskId, TopicPartition
@@ -113,6 +115,11 @@ class TaskState:
         self._stores: dict[str, StateStore] = {}
         self._checkpointed: dict[TopicPartition, int] = {}  # the checkpoint file as found at open
         self._writer: ChangelogWriter | None = None
+        # Held by readers on other threads (interactive queries) and by whatever opens, reopens or
+        # closes the stores, or applies a commit to them: a reader never meets a store mid-reopen,
+        # never keeps a snapshot alive across a close (it would hold RocksDB's LOCK), and sees a
+        # commit whole or not at all.
+        self._guard = threading.RLock()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _move(self, action: str, to: Mode) -> None:
@@ -155,7 +162,8 @@ class TaskState:
         """Standby to active, in place: the stores stay open and only the tail not yet applied is
         read. The changelogs' ends are read after the fencing: the previous owner may have
         committed since."""
-        self._move("promote", Mode.RESTORING)
+        with self._guard:
+            self._move("promote", Mode.RESTORING)
         try:
             positions = self._reader.remove(self.task)
             self._checkpoint()
@@ -169,12 +177,13 @@ class TaskState:
     def restore_completed(self) -> None:
         """Called by the reader: every store reached its end. Make the restore durable, open the
         stores for processing, route their writes to the changelogs, checkpoint."""
-        self._move("complete a restore", Mode.ACTIVE)
-        writer = self._active_writer("complete a restore")
-        for name, store in self._stores.items():
-            store.finish_restore()
-            tp = self._tps[name]
-            store.attach_changelog(functools.partial(writer.send, tp.topic, tp.partition))
+        with self._guard:
+            self._move("complete a restore", Mode.ACTIVE)
+            writer = self._active_writer("complete a restore")
+            for name, store in self._stores.items():
+                store.finish_restore()
+                tp = self._tps[name]
+                store.attach_changelog(functools.partial(writer.send, tp.topic, tp.partition))
         self._checkpoint()
 
     def _active_writer(self, action: str) -> ChangelogWriter:
@@ -280,6 +289,14 @@ class TaskState:
             raise TypeError(f"task {self.task}: store {name} is a {type(store).__name__}, not a window store")
         return store
 
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Mapping[str, StateStore] | None]:
+        """For a reader on another thread (interactive queries): the stores, which stay open and
+        see no commit land until the block ends; None while the task restores or is closed. Keep
+        the block short: opening, closing and committing wait for it."""
+        with self._guard:
+            yield dict(self._stores) if self.mode in (Mode.ACTIVE, Mode.STANDBY) else None
+
     @property
     def offsets(self) -> dict[TopicPartition, int]:
         """The last changelog offset each open store contains (its own record of it)."""
@@ -312,8 +329,10 @@ class TaskState:
         `group_metadata` in the same transaction."""
         self._require("commit", Mode.ACTIVE)
         written = self._active_writer("commit").commit(input_offsets, group_metadata)
-        for name, store in self._stores.items():
-            store.commit(written.get(self._tps[name]))
+        with self._guard:
+            for name, store in self._stores.items():
+                store.commit(written.get(self._tps[name]))
+        for store in self._stores.values():
             store.sync()
         self._checkpoint()
 
@@ -353,10 +372,11 @@ class TaskState:
                 except Exception as exc:  # noqa: BLE001 - fenced or broker gone: the txn times out
                     log.warning("task %s: aborting the changelog transaction failed: %s", self.task, exc)
         finally:
-            self.mode = Mode.CLOSED
-            self._reader.remove(self.task)
-            for store in self._stores.values():
-                store.close()
+            with self._guard:
+                self.mode = Mode.CLOSED
+                self._reader.remove(self.task)
+                for store in self._stores.values():
+                    store.close()
             if self._writer is not None:
                 self._writer.close(discard=not committed)
                 self._writer = None

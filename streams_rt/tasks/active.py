@@ -153,7 +153,7 @@ class ActiveTaskRunner:
         return positions
 
     # -- batches (the host's RPC threads) ------------------------------------------------------
-    def run_batch(self, ranges: Ranges) -> pa.Table:
+    def run_batch(self, ranges: Ranges, batch_id: int | None = None) -> pa.Table:
         """Run (or replay) one batch and return its output rows; raises BatchRefused, or
         ProcessingFailed / DeserializationFailed after rolling back."""
         with self.lock:
@@ -164,12 +164,12 @@ class ActiveTaskRunner:
                 log.info("task %s: replaying the last batch from what was kept", self.task)
                 kept = self._kept if self._kept is not None else self._output.empty_table()
             else:
-                kept = self._run(ranges)
+                kept = self._run(ranges, batch_id)
             if self._on_batch is not None:
                 self._on_batch(ranges, admission.replay)
             return kept
 
-    def _run(self, ranges: Ranges) -> pa.Table:
+    def _run(self, ranges: Ranges, batch_id: int | None) -> pa.Table:
         runner, consumer, reader = self._runner, self._consumer, self._reader
         assert runner is not None and consumer is not None and reader is not None  # RUNNING
         t = self.timings
@@ -189,7 +189,7 @@ class ActiveTaskRunner:
             processed = time.perf_counter()
             runner.flush()
             output = self._output.to_batch(runner.take_output(), str(self.task))
-            self._record(ranges, output)
+            self._record(ranges, output, batch_id)
             flushed = time.perf_counter()
             ends = {tp: end for tp, (_, end) in ranges.items()}
             self._faults.reached("before_commit", self.task)
@@ -214,9 +214,9 @@ class ActiveTaskRunner:
         self._kept = pa.Table.from_batches([output])
         return self._kept
 
-    def _record(self, ranges: Ranges, output: pa.RecordBatch) -> None:
+    def _record(self, ranges: Ranges, output: pa.RecordBatch, batch_id: int | None) -> None:
         store = self.state.kv_store(batch_record.store_name(self.task.subtopology))
-        writes = batch_record.encode(ranges, output, self._kept_chunks)
+        writes = batch_record.encode(ranges, output, self._kept_chunks, batch_id)
         for key, value in writes.items():
             store.put(key, value)
         self._kept_chunks = sum(1 for k, v in writes.items() if k != batch_record.HEADER_KEY and v is not None)

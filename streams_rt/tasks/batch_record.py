@@ -30,13 +30,14 @@ class LastBatch:
     ranges: dict[TopicPartition, tuple[int, int]]
     output: bytes  # Arrow IPC stream of the output rows
     chunks: int
+    batch_id: int | None = None
 
     def table(self) -> pa.Table:
         return pa.ipc.open_stream(self.output).read_all()
 
 
 def encode(ranges: Mapping[TopicPartition, tuple[int, int]], output: pa.RecordBatch,
-           previous_chunks: int) -> dict[bytes, bytes | None]:
+           previous_chunks: int, batch_id: int | None = None) -> dict[bytes, bytes | None]:
     """The store writes that record this batch (deleting chunks a larger previous output left)."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, output.schema) as writer:
@@ -44,7 +45,7 @@ def encode(ranges: Mapping[TopicPartition, tuple[int, int]], output: pa.RecordBa
     data = sink.getvalue().to_pybytes()
     chunks = [data[i:i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
     header = {"ranges": [[tp.topic, tp.partition, s, e] for tp, (s, e) in sorted(ranges.items())],
-              "chunks": len(chunks)}
+              "chunks": len(chunks), "batch": batch_id}
     writes: dict[bytes, bytes | None] = {HEADER_KEY: json.dumps(header, separators=(",", ":")).encode()}
     for i, chunk in enumerate(chunks):
         writes[chunk_key(i)] = chunk
@@ -66,6 +67,7 @@ def decode(get: Callable[[bytes], bytes | None]) -> LastBatch | None:
         header = json.loads(raw)
         ranges = {TopicPartition(t, int(p)): (int(s), int(e)) for t, p, s, e in header["ranges"]}
         count = int(header["chunks"])
+        batch_id = _batch_id(header)
     except (ValueError, KeyError, TypeError) as e:
         raise CorruptBatchRecord(f"unreadable batch header: {e}") from None
     parts = []
@@ -74,4 +76,25 @@ def decode(get: Callable[[bytes], bytes | None]) -> LastBatch | None:
         if chunk is None:
             raise CorruptBatchRecord(f"batch output chunk {i} of {count} is missing")
         parts.append(chunk)
-    return LastBatch(ranges, b"".join(parts), count)
+    return LastBatch(ranges, b"".join(parts), count, batch_id)
+
+
+def committed_batch_id(get: Callable[[bytes], bytes | None]) -> int | None:
+    """The planner's number of the batch the store's state was committed at (None: no batch yet,
+    or a planner that numbers none); reads the header only."""
+    raw = get(HEADER_KEY)
+    if raw is None:
+        return None
+    try:
+        return _batch_id(json.loads(raw))
+    except (ValueError, TypeError) as e:
+        raise CorruptBatchRecord(f"unreadable batch header: {e}") from None
+
+
+def _batch_id(header: Mapping[str, object]) -> int | None:
+    found = header.get("batch")
+    if found is None:
+        return None
+    if not isinstance(found, int) or isinstance(found, bool):
+        raise ValueError(f"batch id {found!r:.40} is not an integer")
+    return found

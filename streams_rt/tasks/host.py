@@ -15,9 +15,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow.flight as flight
 from confluent_kafka import Consumer
@@ -31,7 +31,7 @@ from streams_rt.config.registry import (
     STATESTORE_CACHE_MAX_BYTES,
     TASK_OWNERSHIP_LOG,
 )
-from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
+from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, HostInfo, TaskId, TopicPartition
 from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.batches import BatchError, BatchRequest, BatchRequestInvalid
 from streams_rt.rpc.client import AuthenticationRefused, CoordinatorUnavailable, GroupClient
@@ -54,6 +54,39 @@ from streams_rt.topology import Topology, TopologyLayout
 log = logging.getLogger(__name__)
 
 REPORT_INTERVAL_S = 0.5
+# How often the state thread reads the changelogs' ends for the standbys' lags that readers see
+# (each read asks the broker).
+LAG_REFRESH_S = 1.0
+
+
+class QueryServer(Protocol):
+    """A server that lives as long as the host and reads its stores (interactive queries,
+    `streams_rt.iq`). It starts before the host joins its group, so the endpoint it returns (host:port)
+    goes into the subscription, as Kafka's `application.server`, and into every member's metadata."""
+
+    def start(self) -> str: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class HostedTask:
+    """A task whose state this host holds, as readers on other threads see it: read its stores
+    through `state.reading()`."""
+
+    task: TaskId
+    standby: bool
+    state: TaskState
+
+
+@dataclass(frozen=True)
+class GroupMetadata:
+    """The group as the last assignment described it: every host's active and standby source
+    partitions (the AssignmentInfo's partitions by host) and the generation."""
+
+    generation: int
+    partitions_by_host: Mapping[HostInfo, tuple[TopicPartition, ...]]
+    standby_partitions_by_host: Mapping[HostInfo, tuple[TopicPartition, ...]]
 
 
 @dataclass(frozen=True)
@@ -81,7 +114,10 @@ class HostSettings:
 
 
 class TaskHost:
-    def __init__(self, settings: HostSettings, topology: Topology, layout: TopologyLayout) -> None:
+    def __init__(self, settings: HostSettings, topology: Topology, layout: TopologyLayout,
+                 query_server: Callable[[TaskHost], QueryServer | None] | None = None) -> None:
+        """`query_server` makes the host's interactive-query server (injected: `tasks` does not
+        know `iq`, which reads the host through `hosted_tasks` and `group_metadata`)."""
         self.settings = settings
         self.topology, self.layout = topology, layout
         self._processing = settings.processing
@@ -95,6 +131,10 @@ class TaskHost:
         self._standbys: dict[TaskId, TaskState] = {}
         self._view: dict[TaskId, ActiveTaskRunner] = {}  # ...and copies of it for the other threads
         self._standby_sums: dict[TaskId, int] = {}
+        self._hosted: dict[TaskId, HostedTask] = {}  # copies for readers on other threads...
+        self._lags_seen: dict[TaskId, int] = {}
+        self._restore_progress: dict[TaskId, tuple[int, int]] = {}
+        self._lags_read_at = 0.0
         self._closed_timings: list[BatchTimings] = []
         self._changed = threading.Event()
         self._closing = threading.Event()
@@ -104,7 +144,10 @@ class TaskHost:
         control = ControlPlaneSettings.from_config(settings.config)
         roots = control.client_root_certs()
         self.server = BatchServer(self, settings.bind_host, settings.port, control.server_tls())
-        codec = StreamsMemberCodec(self.directory.process_id, standby_offset_sums=self._offset_sums)
+        self._codec = codec = StreamsMemberCodec(self.directory.process_id, standby_offset_sums=self._offset_sums)
+        self._query_factory = query_server
+        self._query_server: QueryServer | None = None
+        self.query_endpoint: str | None = None
         self.member = GroupMember(settings.member, codec, _Listener(self),
                                   connect=lambda: GroupClient(settings.coordinator_address, tls_root_certs=roots))
         self._reporter = threading.Thread(target=self._report_loop, name="streams-rt-report", daemon=True)
@@ -117,6 +160,11 @@ class TaskHost:
     def start(self) -> None:
         self.server.start()
         self._state.start()
+        self._query_server = None if self._query_factory is None else self._query_factory(self)
+        if self._query_server is not None:
+            self.query_endpoint = self._query_server.start()
+            host, _, port = self.query_endpoint.rpartition(":")
+            self._codec.endpoint = HostInfo(host, int(port))
         self.member.start()
         self._reporter.start()
         log.info("task host %s serving batches at %s", self.directory.process_id, self.endpoint)
@@ -213,6 +261,11 @@ class TaskHost:
                 runner.start_running()
                 started = True
         self._standby_sums = {t: s.offset_sum() for t, s in self._standbys.items()}
+        self._restore_progress = self._reader.restore_progress()
+        now = time.monotonic()
+        if now - self._lags_read_at >= LAG_REFRESH_S:
+            self._lags_seen = {t: s.lag() for t, s in self._standbys.items()}
+            self._lags_read_at = now
         if started:
             self._publish()
 
@@ -223,7 +276,34 @@ class TaskHost:
         for runner in self._actives.values():
             runner.set_cache_budget(share)
         self._view = dict(self._actives)
+        self._hosted = {**{t: HostedTask(t, True, s) for t, s in self._standbys.items()},
+                        **{t: HostedTask(t, False, r.state) for t, r in self._actives.items()}}
+        self._lags_read_at = 0.0  # new standbys: their lags at the next poll
         self._changed.set()
+
+    # -- what readers on other threads see (interactive queries) -------------------------------
+    def hosted_tasks(self) -> Mapping[TaskId, HostedTask]:
+        return self._hosted
+
+    def lag(self, task: TaskId) -> int | None:
+        """Changelog offsets the task's stores have not applied: 0 for an active task that runs
+        (its stores are the changelog's source), a standby's as last read (at most LAG_REFRESH_S
+        old), None when not known yet."""
+        hosted = self._hosted.get(task)
+        if hosted is None:
+            return None
+        if not hosted.standby:
+            return 0
+        return self._lags_seen.get(task)
+
+    def restore_progress(self, task: TaskId) -> tuple[int, int] | None:
+        """(records restored, offsets left) of an active task that restores here, else None."""
+        return self._restore_progress.get(task)
+
+    def group_metadata(self) -> GroupMetadata:
+        member = self.member.status()
+        return GroupMetadata(member.generation, self._codec.partitions_by_host,
+                             self._codec.standby_partitions_by_host)
 
     def _offset_sums(self, standbys: frozenset[TaskId]) -> Mapping[TaskId, int]:
         """The subscription's task offset sums: everything on disk, live values for open standbys."""
@@ -239,7 +319,7 @@ class TaskHost:
         if runner is None:
             raise BatchError(Refusal.NOT_OWNER.value, f"task {request.task} is not active on this host")
         try:
-            table = runner.run_batch(request.ranges)
+            table = runner.run_batch(request.ranges, request.batch_id)
         except BatchRefused as e:
             raise BatchError(e.refusal.value, e.reason) from None
         except ProcessingFailed as e:
@@ -319,6 +399,8 @@ class TaskHost:
         self.member.close()  # revokes active tasks through the listener (committed, closed)
         self._state.call(self._close_all)
         self._state.stop()
+        if self._query_server is not None:
+            self._query_server.close()
         self.server.shutdown()
         self._report_client.close()
         self._reader.close()
@@ -332,6 +414,7 @@ class TaskHost:
             self._updater.remove_standby(task)
             state.close(clean=True)
         self._standbys.clear()
+        self._hosted = {}
 
     @property
     def failed(self) -> bool:

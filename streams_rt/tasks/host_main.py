@@ -17,21 +17,22 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import functools
 import json
 import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from streams_rt.atomic_file import atomic_write_bytes
-from streams_rt.config import ConfigError, ConfigErrors, resolve
+from streams_rt.config import ConfigError, ConfigErrors, StreamsConfig, resolve
 from streams_rt.config.registry import GROUP_INSTANCE_ID
 from streams_rt.processes import start_time, still_running
-from streams_rt.tasks.host import HostSettings, TaskHost, load_topology
+from streams_rt.tasks.host import HostSettings, QueryServer, TaskHost, load_topology
 from streams_rt.tasks.malloc_tuning import bound_malloc_arenas
 from streams_rt.tasks.membership import MemberConfig, MemberState
 
@@ -62,7 +63,12 @@ def host_settings(config: Mapping[str, Any]) -> HostSettings:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+QueryServerFactory = Callable[[StreamsConfig, TaskHost], QueryServer | None]
+
+
+def main(argv: list[str] | None = None, query_server: QueryServerFactory | None = None) -> int:
+    """`query_server` makes the host's interactive-query server from the application's configuration
+    (`streams_rt.iq.host_main` passes it; `tasks` does not import `iq`)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, type=Path)
     args = parser.parse_args(argv)
@@ -88,10 +94,12 @@ def main(argv: list[str] | None = None) -> int:
             return 0
     watched = config.get("watch_pid")
     watched_started = start_time(watched) if watched else None
-    host = TaskHost(settings, topology, layout)
+    factory = None if query_server is None else functools.partial(query_server, settings.config)
+    host = TaskHost(settings, topology, layout, query_server=factory)
     host.start()
     if config.get("ready_file"):
         ready = {"pid": os.getpid(), "started": start_time(os.getpid()), "endpoint": host.endpoint,
+                 "query_endpoint": host.query_endpoint,
                  "process_id": str(host.directory.process_id),
                  "watch_pid": watched, "coordinator": config["coordinator"]}
         atomic_write_bytes(Path(config["ready_file"]), json.dumps(ready).encode())

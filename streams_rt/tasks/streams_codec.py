@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from streams_rt.protocol import (
     LATEST_SUPPORTED_VERSION,
@@ -11,6 +12,7 @@ from streams_rt.protocol import (
     OFFSET_SUM_UNKNOWN,
     HostInfo,
     TaskId,
+    TopicPartition,
 )
 from streams_rt.protocol.assignment import decode_assignment
 from streams_rt.protocol.subscription import SubscriptionInfo
@@ -35,6 +37,10 @@ class StreamsMemberCodec:
         self.client_tags = dict(client_tags or {})
         self._standby_sums = standby_offset_sums
         self.latest_supported_version = latest_supported_version
+        # The group-wide maps of the last AssignmentInfo received (Kafka's StreamsMetadataState
+        # reads the same): which host serves which source partitions, active and standby.
+        self.partitions_by_host: Mapping[HostInfo, tuple[TopicPartition, ...]] = MappingProxyType({})
+        self.standby_partitions_by_host: Mapping[HostInfo, tuple[TopicPartition, ...]] = MappingProxyType({})
 
     def encode_subscription(self, version: int, active: frozenset[TaskId], standby: frozenset[TaskId]) -> bytes:
         sums: dict[TaskId, int] = {t: OFFSET_SUM_UNKNOWN for t in standby}
@@ -52,6 +58,8 @@ class StreamsMemberCodec:
 
     def decode_assignment(self, data: bytes) -> ReceivedAssignment:
         info = decode_assignment(data)
+        self.partitions_by_host = info.partitions_by_host
+        self.standby_partitions_by_host = info.standby_partitions_by_host
         return ReceivedAssignment(
             version=info.version,
             commonly_supported_version=info.commonly_supported_version,

@@ -38,6 +38,7 @@ READERS = (
     Reader(registry.START_COORDINATOR, "coordinator/service.py", ("start_coordinator",)),
     Reader(registry.CONTROL_PLANE, "rpc/settings.py", ("ControlPlaneSettings", "from_config")),
     Reader(registry.MEMBER_CONFIG, "tasks/membership.py", ("MemberConfig", "from_config")),
+    Reader(registry.QUERY_SETTINGS, "iq/settings.py", ("QuerySettings", "from_config")),
     Reader(registry.HOST_PROCESSING, "tasks/host.py", ("HostSettings", "processing")),
     Reader(registry.SPARK_SOURCE_OPTIONS, "spark/source.py", ("SourceOptions", "parse")),
 )

@@ -58,6 +58,15 @@ class KeyValueStore(StateStore):
     def all(self) -> Iterator[tuple[bytes, bytes]]:
         return self.range()
 
+    def get_committed(self, key: bytes) -> bytes | None:
+        """What the last commit left for `key`, without the uncommitted writes of a batch in
+        flight (interactive queries read this)."""
+        return self._committed_get(key)
+
+    def range_committed(self, start: bytes | None = None, end: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """`range` over committed entries only (see `get_committed`)."""
+        return self._committed_range(start, end)
+
     def approximate_count(self) -> int:
         """The backend's estimate of committed keys plus uncommitted writes (as Kafka: an estimate)."""
         return max(0, self._committed_estimate() + sum(1 if v is not None else -1 for v in self._pending.values()))

@@ -78,7 +78,7 @@ class InMemoryKeyValueStore(_InMemory, KeyValueStore):
     def _committed_range(self, start: bytes | None, end: bytes | None) -> Iterator[tuple[bytes, bytes]]:
         data = self.data
         keys = list(data.irange(start, end, inclusive=(True, False)))  # a snapshot: writes may follow
-        return ((key, data[key]) for key in keys)
+        return ((key, value) for key in keys if (value := data.get(key)) is not None)
 
     def _committed_estimate(self) -> int:
         return len(self.data)

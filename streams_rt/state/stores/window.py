@@ -77,6 +77,12 @@ class WindowStore(StateStore):
                     found[start] = value
         return [(start, value) for start, value in sorted(found.items()) if value is not None]
 
+    def fetch_committed(self, key: bytes, time_from: int, time_to: int) -> list[tuple[int, bytes]]:
+        """`fetch` over committed windows only, without a batch's uncommitted writes (interactive
+        queries read this)."""
+        lower = max(time_from, self._lowest_live())
+        return [] if time_to < lower else list(self._committed_fetch(key, lower, time_to))
+
     def fetch_all(self, time_from: int = 0, time_to: int = INT64_MAX) -> list[tuple[bytes, int, bytes]]:
         """(key, window start, value) for every window with time_from <= start <= time_to, ordered
         by window start then key."""
@@ -228,7 +234,10 @@ class RocksDBWindowStore(WindowStore, RocksDBStore):
         width = len(key) + TS_BYTES
         end = window_key(key, upper + 1) if upper < INT64_MAX else None
         for segment_id in self._segments_overlapping(lower, upper):
-            for composite, value in self._scan(self._segments[segment_id][0], window_key(key, lower), end):
+            segment = self._segments.get(segment_id)
+            if segment is None:  # dropped by retention since (a reader on another thread): expired
+                continue
+            for composite, value in self._scan(segment[0], window_key(key, lower), end):
                 if len(composite) == width and composite.startswith(key):
                     yield int.from_bytes(composite[-TS_BYTES:], "big"), value
 
