@@ -202,6 +202,9 @@ class Coordinator:
                 mid: {
                     "instance_id": m.instance_id,
                     "protocol": m.protocol.name,
+                    # the metadata version of its subscription, and the newest it can read (KIP-268)
+                    "version": getattr(m.subscription, "version", None),
+                    "latest_supported_version": getattr(m.subscription, "latest_supported_version", None),
                     "capacity": m.capacity,
                     "generation": m.assignment.generation if m.assignment else -1,
                     **(m.assignment.summary() if m.assignment else {}),

@@ -125,6 +125,12 @@ class HostClient:
         result: dict[str, Any] = json.loads(self._action("status", b"{}"))
         return result
 
+    def restart(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Ask the host to close and start again with new settings or code (the `restart` action's
+        JSON: properties, python, env, latest_supported_version); BatchError INVALID if it refuses."""
+        result: dict[str, Any] = json.loads(self._action("restart", json.dumps(request).encode()))
+        return result
+
     def _action(self, name: str, body: bytes) -> bytes:
         try:
             results = list(self._client.do_action(flight.Action(name, body), self._options))

@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient
 from streams_rt.coordinator.service import Coordinator, start_coordinator
 from streams_rt.kafka.offsets import end_offsets
 from streams_rt.protocol import TaskId
+from streams_rt.rpc.batches import HostClient
 from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.runtime.batch_loop import BatchLoop
 from streams_rt.runtime.planning import RUNNING
@@ -110,10 +111,13 @@ class LocalApplication:
 
     # -- hosts ---------------------------------------------------------------------------------
     def start_host(self, name: str, env: Mapping[str, str] | None = None,
-                   properties: Mapping[str, Any] | None = None, close_timeout_s: float | None = None) -> HostProcess:
+                   properties: Mapping[str, Any] | None = None, close_timeout_s: float | None = None,
+                   latest_supported_version: int | None = None) -> HostProcess:
         """A host process; its state lives in `<work_dir>/<name>/state` (kept across restarts).
         `properties` are this host's own; `env` extra environment (e.g. fault points);
-        `close_timeout_s` bounds its close (host_main's default otherwise)."""
+        `close_timeout_s` bounds its close (host_main's default otherwise);
+        `latest_supported_version` caps the metadata version it speaks (a stand-in for an older
+        release in upgrade tests)."""
         directory = self.work_dir / name
         directory.mkdir(exist_ok=True)
         props = {**self.properties, "state.dir": str(directory / "state"), **self._host_properties,
@@ -123,6 +127,8 @@ class LocalApplication:
         config = {**self.host_config(), "properties": props, "ready_file": str(ready), "watch_pid": os.getpid()}
         if close_timeout_s is not None:
             config["close_timeout_s"] = close_timeout_s
+        if latest_supported_version is not None:
+            config["latest_supported_version"] = latest_supported_version
         config_file = directory / "host.json"
         config_file.write_text(json.dumps(config))
         log_file = directory / "host.log"
@@ -152,6 +158,31 @@ class LocalApplication:
             "topology_args": self.topology_args,
             "source_partitions": self.partitions,
         }
+
+    def restart_host(self, name: str, properties: Mapping[str, Any] | None = None, python: str | None = None,
+                     env: Mapping[str, str] | None = None, latest_supported_version: int | None = None,
+                     timeout_s: float = 120.0) -> HostProcess:
+        """Bounce one host in place with new settings or code (its `restart` action): it checks the
+        request, closes cleanly and execs itself. `properties` set keys (None removes one, as
+        `upgrade.from` on an upgrade's second bounce); `python` another interpreter (environment);
+        `latest_supported_version` a metadata version cap (None: none). Returns once the new host
+        serves; raises HostFailed if it does not, BatchError if the host refused."""
+        host = self.hosts[name]
+        before = host.endpoint
+        request = {"properties": dict(properties or {}), "python": python, "env": dict(env or {}),
+                   "latest_supported_version": latest_supported_version}
+        roots = ControlPlaneSettings.from_properties(self.properties).client_root_certs()
+        with HostClient(str(before), secret=self.coordinator.secret, tls_root_certs=roots) as client:
+            client.restart(request)
+        deadline = time.monotonic() + timeout_s
+        while host.endpoint in (None, before):
+            if not host.alive:
+                raise HostFailed(f"host {name} exited with {host.proc.returncode} while restarting:\n{host.log_tail()}")
+            if time.monotonic() > deadline:
+                raise HostFailed(f"host {name} did not come back within {timeout_s:.0f} s:\n{host.log_tail()}")
+            time.sleep(0.05)
+        log.info("host %s restarted (pid %d): now serving at %s", name, host.proc.pid, host.endpoint)
+        return host
 
     def stop_host(self, name: str, kill: bool = False, timeout_s: float = 60.0) -> int:
         """SIGTERM (a clean stop: commit, leave) or SIGKILL; returns the exit code."""

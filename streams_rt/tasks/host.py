@@ -31,7 +31,7 @@ from streams_rt.config.registry import (
     STATESTORE_CACHE_MAX_BYTES,
     TASK_OWNERSHIP_LOG,
 )
-from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, HostInfo, TaskId, TopicPartition
+from streams_rt.protocol import LATEST_SUPPORTED_VERSION, OFFSET_SUM_RUNNING_ACTIVE, HostInfo, TaskId, TopicPartition
 from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.batches import BatchError, BatchRequest, BatchRequestInvalid
 from streams_rt.rpc.client import AuthenticationRefused, CoordinatorUnavailable, GroupClient
@@ -46,6 +46,7 @@ from streams_rt.tasks.group_member import GroupMember
 from streams_rt.tasks.input_reader import InputUnavailable, input_consumer
 from streams_rt.tasks.membership import MemberConfig, MemberState
 from streams_rt.tasks.ownership_log import OwnershipLog
+from streams_rt.tasks.restart import RestartRefused, RestartRequest
 from streams_rt.tasks.state_thread import StateThread
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
 from streams_rt.tasks.task import Ranges, Refusal
@@ -100,6 +101,7 @@ class HostSettings:
     bind_host: str = "127.0.0.1"
     port: int = 0
     consumer_overrides: Mapping[str, Any] = field(default_factory=dict)
+    latest_supported_version: int = LATEST_SUPPORTED_VERSION  # lower: a test's stand-in for an older release
 
     @property
     def processing(self) -> ProcessingSettings:
@@ -115,9 +117,12 @@ class HostSettings:
 
 class TaskHost:
     def __init__(self, settings: HostSettings, topology: Topology, layout: TopologyLayout,
-                 query_server: Callable[[TaskHost], QueryServer | None] | None = None) -> None:
+                 query_server: Callable[[TaskHost], QueryServer | None] | None = None,
+                 on_restart: Callable[[RestartRequest], None] | None = None) -> None:
         """`query_server` makes the host's interactive-query server (injected: `tasks` does not
-        know `iq`, which reads the host through `hosted_tasks` and `group_metadata`)."""
+        know `iq`, which reads the host through `hosted_tasks` and `group_metadata`). `on_restart`
+        takes a checked restart request (raising RestartRefused to refuse it): the host's process
+        closes the host and execs the new one."""
         self.settings = settings
         self.topology, self.layout = topology, layout
         self._processing = settings.processing
@@ -144,7 +149,9 @@ class TaskHost:
         control = ControlPlaneSettings.from_config(settings.config)
         roots = control.client_root_certs()
         self.server = BatchServer(self, settings.bind_host, settings.port, control.server_tls())
-        self._codec = codec = StreamsMemberCodec(self.directory.process_id, standby_offset_sums=self._offset_sums)
+        self._codec = codec = StreamsMemberCodec(self.directory.process_id, standby_offset_sums=self._offset_sums,
+                                                 latest_supported_version=settings.latest_supported_version)
+        self.on_restart = on_restart
         self._query_factory = query_server
         self._query_server: QueryServer | None = None
         self.query_endpoint: str | None = None
@@ -470,10 +477,24 @@ class BatchServer(SecureFlightServer):
             return iter([b"{}"])
         if action.type == "status":
             return iter([json.dumps(self._host.status()).encode()])
-        raise BatchError("INVALID", f"unknown action {action.type[:40]!r}; known: commit, status").to_flight()
+        if action.type == "restart":
+            return iter([self._restart(action.body.to_pybytes())])
+        raise BatchError("INVALID", f"unknown action {action.type[:40]!r}; known: commit, status, restart").to_flight()
+
+    def _restart(self, body: bytes) -> bytes:
+        on_restart = self._host.on_restart
+        if on_restart is None:
+            raise BatchError("INVALID", "this host cannot restart itself (it runs inside another process)").to_flight()
+        try:
+            on_restart(RestartRequest.from_json(body))
+        except RestartRefused as e:
+            raise BatchError("INVALID", f"restart refused: {e}").to_flight() from None
+        log.info("restart agreed: closing, then starting again with the new settings")
+        return json.dumps({"restarting": True, "pid": os.getpid()}).encode()
 
     def action_types(self) -> list[tuple[str, str]]:
-        return [("commit", "acknowledge a batch"), ("status", "the host's tasks")]
+        return [("commit", "acknowledge a batch"), ("status", "the host's tasks"),
+                ("restart", "close, then start again with new settings or code")]
 
 
 def _request(body: bytes) -> BatchRequest:

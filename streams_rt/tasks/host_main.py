@@ -32,9 +32,11 @@ from streams_rt.atomic_file import atomic_write_bytes
 from streams_rt.config import ConfigError, ConfigErrors, StreamsConfig, resolve
 from streams_rt.config.registry import GROUP_INSTANCE_ID
 from streams_rt.processes import start_time, still_running
+from streams_rt.protocol import LATEST_SUPPORTED_VERSION
 from streams_rt.tasks.host import HostSettings, QueryServer, TaskHost, load_topology
 from streams_rt.tasks.malloc_tuning import bound_malloc_arenas
 from streams_rt.tasks.membership import MemberConfig, MemberState
+from streams_rt.tasks.restart import RestartRequest
 
 log = logging.getLogger("streams_rt.tasks.host")
 
@@ -60,6 +62,7 @@ def host_settings(config: Mapping[str, Any]) -> HostSettings:
         member=MemberConfig.from_config(resolved, config["coordinator"]),
         bind_host=config.get("bind_host", "127.0.0.1"),
         port=int(config.get("port", 0)),
+        latest_supported_version=int(config.get("latest_supported_version", LATEST_SUPPORTED_VERSION)),
     )
 
 
@@ -95,7 +98,14 @@ def main(argv: list[str] | None = None, query_server: QueryServerFactory | None 
     watched = config.get("watch_pid")
     watched_started = start_time(watched) if watched else None
     factory = None if query_server is None else functools.partial(query_server, settings.config)
-    host = TaskHost(settings, topology, layout, query_server=factory)
+    restarts: list[tuple[RestartRequest, dict[str, Any]]] = []
+
+    def restart(request: RestartRequest) -> None:
+        """The `restart` action: agree (the new host file is checked first), then stop to exec."""
+        restarts.append((request, request.host_config(config)))
+        stop.set()
+
+    host = TaskHost(settings, topology, layout, query_server=factory, on_restart=restart)
     host.start()
     if config.get("ready_file"):
         ready = {"pid": os.getpid(), "started": start_time(os.getpid()), "endpoint": host.endpoint,
@@ -124,8 +134,25 @@ def main(argv: list[str] | None = None, query_server: QueryServerFactory | None 
     faulthandler.cancel_dump_traceback_later()
     if lock is not None:
         lock.close()
+    if restarts and code == 0:
+        _exec_restart(args.config, *restarts[-1])
     log.info("stopped (exit code %d)", code)
     return code
+
+
+def _exec_restart(config_file: Path, request: RestartRequest, new_config: dict[str, Any]) -> None:
+    """Replace this process with the host the restart asked for: the same pid and start time (so
+    the ready record's watchers see their host come back), a new host file, maybe a new interpreter."""
+    atomic_write_bytes(config_file, json.dumps(new_config).encode())
+    python = request.python or sys.executable
+    main_module = sys.modules["__main__"].__spec__
+    module = main_module.name if main_module is not None else "streams_rt.tasks.host_main"
+    changed = ", ".join(f"{k}={v!r}" for k, v in sorted(request.properties.items())) or "no property changes"
+    log.info("restarting as asked: %s -m %s (%s%s)", python, module, changed,
+             "" if request.latest_supported_version is None
+             else f", latest supported version {request.latest_supported_version}")
+    logging.shutdown()
+    os.execve(python, [python, "-m", module, "--config", str(config_file)], {**os.environ, **request.env})
 
 
 def _try_lock(path: Path) -> Any:

@@ -1,0 +1,84 @@
+"""A bounce of one task host with new settings or new code, asked for over its batch endpoint
+(the `restart` action): the rolling upgrade's unit of work.
+
+The host checks the request before it agrees (the merged properties must resolve against the
+configuration registry, the interpreter must exist), answers, then closes cleanly (commit,
+checkpoint, leave) and replaces itself with `exec`: the same pid and start time, so whoever
+watches it (an executor's `ensure_host`, the local runtime) sees the same host come back, now
+started from the new host file, and possibly from another Python environment with another
+version of streams_rt."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streams_rt.config import ConfigError, ConfigErrors, resolve
+from streams_rt.protocol import LATEST_SUPPORTED_VERSION
+
+
+class RestartRefused(ValueError):
+    """The request would not make a host that starts: one line saying why; the host keeps running."""
+
+
+@dataclass(frozen=True)
+class RestartRequest:
+    """`properties`: keys to set (a None value removes the key, e.g. `upgrade.from` on the second
+    bounce); `python`: the interpreter to start from (another environment); `env`: variables to
+    set for it; `latest_supported_version`: the metadata version the new host speaks at most
+    (None: this release's latest), which lets a test stand a host in for an older release."""
+
+    properties: Mapping[str, Any] = field(default_factory=dict)
+    python: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    latest_supported_version: int | None = None
+
+    @classmethod
+    def from_json(cls, body: bytes) -> RestartRequest:
+        try:
+            data = json.loads(body or b"{}")
+        except (ValueError, UnicodeDecodeError) as e:
+            raise RestartRefused(f"the restart request is not JSON: {e}") from None
+        if not isinstance(data, dict) or set(data) - {"properties", "python", "env", "latest_supported_version"}:
+            raise RestartRefused("a restart request is an object with properties, python, env and "
+                                 "latest_supported_version only")
+        properties, env = data.get("properties") or {}, data.get("env") or {}
+        if not isinstance(properties, dict) or not all(isinstance(k, str) for k in properties):
+            raise RestartRefused("properties must be an object of configuration keys")
+        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+            raise RestartRefused("env must be an object of strings")
+        python, version = data.get("python"), data.get("latest_supported_version")
+        if python is not None and not isinstance(python, str):
+            raise RestartRefused("python must be a path")
+        if version is not None and (not isinstance(version, int) or not 1 <= version <= LATEST_SUPPORTED_VERSION):
+            raise RestartRefused(f"latest_supported_version must be in [1, {LATEST_SUPPORTED_VERSION}]")
+        return cls(properties, python, env, version)
+
+    def to_json(self) -> bytes:
+        return json.dumps({"properties": dict(self.properties), "python": self.python, "env": dict(self.env),
+                           "latest_supported_version": self.latest_supported_version}).encode()
+
+    def host_config(self, current: Mapping[str, Any]) -> dict[str, Any]:
+        """The new host file: the current one with these properties and version; raises
+        RestartRefused when the merged properties do not resolve or the interpreter is missing."""
+        properties = dict(current["properties"])
+        for key, value in self.properties.items():
+            if value is None:
+                properties.pop(key, None)
+            else:
+                properties[key] = value
+        try:
+            resolve(properties)
+        except (ConfigError, ConfigErrors) as e:
+            raise RestartRefused(f"the new properties do not resolve: {e}") from None
+        if self.python is not None and not (Path(self.python).is_file() and os.access(self.python, os.X_OK)):
+            raise RestartRefused(f"{self.python} is not an executable file")
+        config = {**current, "properties": properties}
+        config.pop("latest_supported_version", None)
+        if self.latest_supported_version is not None:
+            config["latest_supported_version"] = self.latest_supported_version
+        return config

@@ -1,0 +1,58 @@
+"""The restart request a host checks before it agrees to bounce, without services: what it
+accepts, how it changes the host file, and each way it refuses (the host then keeps running)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+from streams_rt.protocol import LATEST_SUPPORTED_VERSION
+from streams_rt.tasks.restart import RestartRefused, RestartRequest
+
+CURRENT: dict[str, Any] = {
+    "properties": {"application.id": "app", "bootstrap.servers": "127.0.0.1:9092", "upgrade.from": "2.3"},
+    "coordinator": "grpc://127.0.0.1:1", "latest_supported_version": 10, "watch_pid": 7,
+}
+
+
+def test_properties_are_set_and_removed_and_the_version_cap_follows_the_request() -> None:
+    request = RestartRequest.from_json(b'{"properties": {"upgrade.from": null, "num.standby.replicas": 1}}')
+    config = request.host_config(CURRENT)
+    assert config["properties"] == {"application.id": "app", "bootstrap.servers": "127.0.0.1:9092",
+                                    "num.standby.replicas": 1}
+    assert "latest_supported_version" not in config  # the new code speaks this release's latest
+    assert config["watch_pid"] == 7 and CURRENT["properties"]["upgrade.from"] == "2.3"  # a copy
+    capped = RestartRequest(latest_supported_version=9).host_config(CURRENT)
+    assert capped["latest_supported_version"] == 9 and capped["properties"] == CURRENT["properties"]
+
+
+def test_a_request_survives_its_json_form() -> None:
+    request = RestartRequest({"upgrade.from": None}, sys.executable, {"X": "1"}, 10)
+    assert RestartRequest.from_json(request.to_json()) == request
+    assert RestartRequest.from_json(b"") == RestartRequest()
+
+
+@pytest.mark.parametrize("body, reason", [
+    (b"{not json", "not JSON"),
+    (b'["properties"]', "an object with properties"),
+    (b'{"properties": {}, "code": "x"}', "an object with properties"),
+    (b'{"properties": ["a"]}', "properties must be an object"),
+    (b'{"env": {"A": 1}}', "env must be an object of strings"),
+    (b'{"python": 3}', "python must be a path"),
+    (b'{"latest_supported_version": 0}', f"must be in [1, {LATEST_SUPPORTED_VERSION}]"),
+    (b'{"latest_supported_version": "11"}', f"must be in [1, {LATEST_SUPPORTED_VERSION}]"),
+])
+def test_malformed_requests_are_refused_with_one_line(body: bytes, reason: str) -> None:
+    with pytest.raises(RestartRefused, match=reason.replace("[", r"\[").replace("]", r"\]")):
+        RestartRequest.from_json(body)
+
+
+def test_settings_that_would_not_start_a_host_are_refused_before_it_stops() -> None:
+    with pytest.raises(RestartRefused, match="num.standby.replicas"):
+        RestartRequest({"num.standby.replicas": -1}).host_config(CURRENT)
+    with pytest.raises(RestartRefused, match="no.such.key"):
+        RestartRequest({"no.such.key": 1}).host_config(CURRENT)
+    with pytest.raises(RestartRefused, match="not an executable file"):
+        RestartRequest(python="/nonexistent/bin/python").host_config(CURRENT)
