@@ -11,6 +11,8 @@ import click
 
 from streams_rt.cli.describe import describe
 from streams_rt.cli.dev_broker import dev_broker
+from streams_rt.cli.host import host
+from streams_rt.cli.protocol import protocol
 from streams_rt.cli.query import query
 from streams_rt.cli.reset import reset
 from streams_rt.cli.status import status
@@ -42,3 +44,5 @@ main.add_command(status)
 main.add_command(describe)
 main.add_command(reset)
 main.add_command(query)
+main.add_command(host)
+main.add_command(protocol)

@@ -5,6 +5,7 @@ the driver wrote on this machine (address and secret), or by `--coordinator` wit
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -13,7 +14,10 @@ import click
 from streams_rt.config.registry import default_state_dir
 from streams_rt.coordinator.discovery import read_coordinator_file
 from streams_rt.rpc.auth import SharedSecret
-from streams_rt.rpc.client import GroupClient
+from streams_rt.rpc.batches import HostClient
+from streams_rt.rpc.client import AuthenticationRefused, CoordinatorUnavailable, GroupClient
+from streams_rt.rpc.errors import GroupErrorException
+from streams_rt.rpc.messages import Request, Response
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,10 +39,32 @@ def coordinator_options(command: F) -> F:
     return command
 
 
+@dataclass(frozen=True)
+class Access:
+    """Where the coordinator is and what a call to it, or to one of its hosts, carries."""
+
+    address: str
+    secret: SharedSecret | None
+    tls_root_certs: bytes | None
+
+    def coordinator(self) -> GroupClient:
+        return GroupClient(self.address, secret=self.secret, tls_root_certs=self.tls_root_certs)
+
+    def host(self, endpoint: str) -> HostClient:
+        """A client of one task host's batch endpoint (hosts take the run's secret too)."""
+        return HostClient(endpoint, timeout_s=60.0, secret=self.secret, tls_root_certs=self.tls_root_certs)
+
+
 def connect(application_id: str, state_dir: Path | None, address: str | None,
             truststore: Path | None) -> GroupClient:
     """A client of the application's coordinator, carrying its secret. ValueError (one line) when
     no coordinator file names it."""
+    return access(application_id, state_dir, address, truststore).coordinator()
+
+
+def access(application_id: str, state_dir: Path | None, address: str | None, truststore: Path | None) -> Access:
+    """The coordinator's address and the run's secret and certificates, from the coordinator file
+    (by application id) or from --coordinator and $STREAMS_RT_AUTH_SECRET."""
     if address is None:
         found = read_coordinator_file(state_dir or default_state_dir(), application_id)
         address = found.address
@@ -48,4 +74,22 @@ def connect(application_id: str, state_dir: Path | None, address: str | None,
     else:
         secret = SharedSecret.from_environment()
     certificates = truststore.read_bytes() if truststore is not None else None
-    return GroupClient(address, secret=secret, tls_root_certs=certificates)
+    return Access(address, secret, certificates)
+
+
+R = TypeVar("R", bound=Response)
+
+
+def call_coordinator(reach: Access, request: Request, response_type: type[R]) -> R:
+    """One call to the coordinator; every way it can fail becomes one `Error:` line."""
+    try:
+        with reach.coordinator() as client:
+            response = client.call(request, response_type)
+            response.raise_for_error()
+    except AuthenticationRefused:
+        raise click.ClickException("the coordinator refused the secret (is this the run's secret?)") from None
+    except CoordinatorUnavailable as e:
+        raise click.ClickException(f"cannot reach the coordinator: {str(e).splitlines()[0]}") from None
+    except GroupErrorException as e:
+        raise click.ClickException(f"the coordinator answered {e.error.name}: {e.message}") from None
+    return response

@@ -58,8 +58,8 @@ def render_status(status: Mapping[str, Any]) -> str:
         f"({', '.join(f'{n} {s}' for s, n in sorted(states.items())) or 'none'})",
         "",
     ]
-    lines += _table(["HOST", "ENDPOINT", "ACTIVE", "STANDBY", "WARMUP"], [
-        [h["name"], h["endpoint"] or "-", _tasks(h["active"]), _tasks(h["standby"]), _tasks(h["warmup"])]
+    lines += _table(["HOST", "ENDPOINT", "VERSION", "ACTIVE", "STANDBY", "WARMUP"], [
+        [h["name"], h["endpoint"] or "-", _version(h), _tasks(h["active"]), _tasks(h["standby"]), _tasks(h["warmup"])]
         for h in status["hosts"]
     ])
     lines.append("")
@@ -88,6 +88,15 @@ def render_status(status: Mapping[str, Any]) -> str:
         more = f" and {len(moves) - MOVES_SHOWN} more" if len(moves) > MOVES_SHOWN else ""
         lines.append(f"  moved: {', '.join(moves[:MOVES_SHOWN])}{more}" if moves else "  nothing moved")
     return "\n".join(lines)
+
+
+def _version(host: Mapping[str, Any]) -> str:
+    """Its subscription's metadata version / the newest it reads, and the protocol it asked for."""
+    used, latest = host.get("version"), host.get("latest_supported_version")
+    if used is None:
+        return "-"
+    readable = latest if latest is not None and latest >= 0 else "-"
+    return f"{used}/{readable} {host.get('rebalance_protocol', '')}".strip()
 
 
 def _tasks(tasks: Sequence[str]) -> str:

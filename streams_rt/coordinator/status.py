@@ -44,6 +44,10 @@ def build_status(
             "instance_id": member.instance_id,
             "endpoint": endpoints.get(member_id),
             "capacity": member.capacity,
+            # the metadata version of its subscription and the newest it reads (a rolling upgrade's progress)
+            "version": getattr(member.subscription, "version", None),
+            "latest_supported_version": getattr(member.subscription, "latest_supported_version", None),
+            "rebalance_protocol": member.protocol.name,
             "generation": member.assignment.generation if member.assignment is not None else -1,
             "active": [str(t) for t in sorted(a.active)],
             "standby": [str(t) for t in sorted(a.standby - a.warmup)],
