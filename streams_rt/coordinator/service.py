@@ -31,6 +31,7 @@ from streams_rt.coordinator.group import Group, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
 from streams_rt.coordinator.history import RebalanceHistory
 from streams_rt.coordinator.http_endpoint import HttpEndpoint
+from streams_rt.coordinator.log_levels import apply_log_levels
 from streams_rt.coordinator.metrics import RebalanceMetrics
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.server import CoordinatorServer, monotonic_ms
@@ -250,7 +251,7 @@ class Coordinator:
         )
         shown = ", ".join(str(move) for move in event.moves[:MOVES_LOGGED])
         more = f" and {len(event.moves) - MOVES_LOGGED} more" if len(event.moves) > MOVES_LOGGED else ""
-        log.info("group %s: rebalance done: generation %d (%s, %d members) %d ms after it started (%s); %s",
+        log.info("group %s: generation %d formed (%s, %d members) %d ms after its round started (%s); %s",
                  group.group_id, event.generation, event.protocol or "failed", event.members,
                  event.formed_ms - event.started_ms, event.reason,
                  f"moved: {shown}{more}" if event.moves else "nothing moved")
@@ -307,7 +308,9 @@ def start_coordinator(
     assignor's settings and ControlPlaneSettings' (bounds, rpc.authenticate, rpc.ssl.*). Raises
     ConfigError or ConfigErrors, naming every bad or unknown key, before anything starts. `codec`
     fixes the latest user data version (default: ours, 11). Hand `coordinator.secret.environment()`
-    to the hosts you start."""
+    to the hosts you start. `STREAMS_RT_LOG_LEVEL` sets the driver's streams_rt log levels
+    (coordinator/log_levels.py; ValueError when it is malformed)."""
+    apply_log_levels()
     config = props if isinstance(props, StreamsConfig) else resolve(props)
     planner = StreamsRoundPlanner(
         tasks,
