@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -21,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.runtime.local import LocalApplication
 from tests.coordinator.settle import wait_until
 from tests.tasks.test_host import Apps, drain
@@ -29,14 +27,6 @@ from tests.tasks.test_host import Apps, drain
 pytestmark = pytest.mark.broker
 CHROMIUM = shutil.which("chromium")
 
-
-@pytest.fixture
-def apps(kafka_broker: BrokerInfo, tmp_path: Path) -> Iterator[Apps]:
-    if CHROMIUM is None:
-        pytest.fail("Debian's chromium is needed: apt-get install -y chromium (.ci/run installs it)")
-    made = Apps(kafka_broker, tmp_path)
-    yield made
-    made.close()
 
 
 @dataclass
@@ -84,7 +74,8 @@ class Dom(HTMLParser):
 
 def rendered(url: str, screenshot: Path | None = None) -> Element:
     """The DOM after the page's script ran (virtual time lets its fetches and timers run)."""
-    assert CHROMIUM is not None
+    if CHROMIUM is None:
+        pytest.fail("Debian's chromium is needed: apt-get install -y chromium (.ci/run installs it)")
     common = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
               "--virtual-time-budget=8000", "--window-size=1280,1100"]
     if screenshot is not None:
