@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,7 @@ from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.server import CoordinatorServer, monotonic_ms
 from streams_rt.coordinator.state_store import CoordinatorSnapshot, StateStore
 from streams_rt.coordinator.status import build_status
-from streams_rt.coordinator.streams_round import StreamsRoundPlanner
+from streams_rt.coordinator.streams_round import StreamsRoundPlanner, epoch_ms
 from streams_rt.coordinator.task_reports import TaskReports
 from streams_rt.coordinator.user_data import UserDataCodec
 from streams_rt.protocol import RebalanceProtocol, TaskId, TopicPartition
@@ -102,7 +101,7 @@ class Coordinator:
         secret: SharedSecret | None = None,
         task_inputs: Mapping[TaskId, Sequence[TopicPartition]] | None = None,
         discovery_dir: Path | None = None,
-        wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        wall_clock_ms: Callable[[], int] = epoch_ms,
     ) -> None:
         """`store` keeps the generation and the members across a driver restart; `clock` is the
         monotonic milliseconds every rule runs on (tests may move it forward). `settings` bound the
