@@ -1,9 +1,11 @@
-"""Session-wide fixtures: the real Kafka broker and real Spark sessions."""
+"""Session-wide fixtures: the real Kafka broker and real Spark sessions; `apps`, real applications
+(task hosts as OS processes) on that broker."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
@@ -11,6 +13,7 @@ from pyspark.sql import SparkSession
 from streams_rt.kafka.dev_broker import BrokerInfo, DevBroker
 from streams_rt.kafka.jvm import REPO_ROOT
 from streams_rt.spark.session import build_session
+from tests.tasks.test_host import Apps
 
 # Executors' Python workers unpickle test-defined classes by module name (tests.spark...).
 _TEST_IMPORTS = {"spark.executorEnv.PYTHONPATH": str(REPO_ROOT)}
@@ -23,6 +26,14 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerInf
     info = broker.start(owned=True)
     yield info
     broker.stop()
+
+
+@pytest.fixture
+def apps(kafka_broker: BrokerInfo, tmp_path: Path) -> Iterator[Apps]:
+    """Applications a test starts on the real broker, each with its own id and topics; all closed after."""
+    made = Apps(kafka_broker, tmp_path)
+    yield made
+    made.close()
 
 
 class _SparkSessions:

@@ -55,13 +55,6 @@ class Access:
         return HostClient(endpoint, timeout_s=60.0, secret=self.secret, tls_root_certs=self.tls_root_certs)
 
 
-def connect(application_id: str, state_dir: Path | None, address: str | None,
-            truststore: Path | None) -> GroupClient:
-    """A client of the application's coordinator, carrying its secret. ValueError (one line) when
-    no coordinator file names it."""
-    return access(application_id, state_dir, address, truststore).coordinator()
-
-
 def access(application_id: str, state_dir: Path | None, address: str | None, truststore: Path | None) -> Access:
     """The coordinator's address and the run's secret and certificates, from the coordinator file
     (by application id) or from --coordinator and $STREAMS_RT_AUTH_SECRET."""

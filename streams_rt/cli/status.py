@@ -11,9 +11,7 @@ from typing import Any
 
 import click
 
-from streams_rt.cli.coordinator_access import connect, coordinator_options
-from streams_rt.rpc.client import AuthenticationRefused, CoordinatorUnavailable
-from streams_rt.rpc.errors import GroupErrorException
+from streams_rt.cli.coordinator_access import access, call_coordinator, coordinator_options
 from streams_rt.rpc.messages import StatusRequest, StatusResponse
 
 REBALANCES_SHOWN = 5
@@ -30,16 +28,8 @@ def status(application_id: str, state_dir: Path | None, address: str | None, tru
     The coordinator is found through the file its driver wrote on this machine
     (<state.dir>/<application.id>.coordinator.json, which holds the run's secret), or at --coordinator
     with the secret in $STREAMS_RT_AUTH_SECRET."""
-    try:
-        with connect(application_id, state_dir, address, truststore) as client:
-            response = client.call(StatusRequest(group_id=application_id), StatusResponse)
-            response.raise_for_error()
-    except AuthenticationRefused:
-        raise click.ClickException("the coordinator refused the secret (is this the run's secret?)") from None
-    except CoordinatorUnavailable as e:
-        raise click.ClickException(f"cannot reach the coordinator: {str(e).splitlines()[0]}") from None
-    except GroupErrorException as e:
-        raise click.ClickException(f"the coordinator answered {e.error.name}: {e.message}") from None
+    reach = access(application_id, state_dir, address, truststore)
+    response = call_coordinator(reach, StatusRequest(group_id=application_id), StatusResponse)
     click.echo(json.dumps(response.status, indent=2) if as_json else render_status(response.status))
 
 

@@ -286,7 +286,7 @@ class Group:
         self._next_rebalance_at_ms = outcome.next_rebalance_at_ms
         self._transition(GroupState.STABLE)
         self._record_changed()
-        log.info(
+        log.debug(  # the coordinator logs the round at INFO, with what moved
             "group %s: generation %d formed with %d members (%s)", self.group_id, self.generation,
             len(self.members), self.protocol.name if self.protocol is not None else "no protocol",
         )
@@ -421,6 +421,9 @@ class Group:
         self.members[new_id] = new
         if instance_id is not None:
             self._static[instance_id] = new_id
+        log.info("group %s: member %s joined (%s, capacity %d%s); %d members now", self.group_id, new_id,
+                 protocol.name, capacity, f", group.instance.id {instance_id}" if instance_id else "",
+                 len(self.members))
         self._prepare_rebalance(now_ms, f"new member {new_id} joined")
         self._rebalance_deadline_ms = max(self._rebalance_deadline_ms, now_ms + rebalance_timeout_ms)
         new.joined = True

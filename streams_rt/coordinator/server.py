@@ -62,6 +62,8 @@ from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity
 log = logging.getLogger(__name__)
 
 MAX_SYNC_WAIT_MS = 5_000
+# Answers that fence a member (it must drop its tasks or stop): each is logged, with why.
+FENCING = frozenset({GroupError.ILLEGAL_GENERATION, GroupError.UNKNOWN_MEMBER_ID, GroupError.FENCED_INSTANCE_ID})
 
 
 def monotonic_ms() -> int:
@@ -172,9 +174,14 @@ class CoordinatorServer(SecureFlightServer):
         if kinds is None:
             raise flight.FlightServerError(f"unknown action {abbreviate(action.type)}; known: {sorted(REQUESTS)}")
         request_cls, response_cls = kinds
+        request: Request | None = None
         try:
-            response = self._handlers[action.type](self._decode_request(request_cls, action.body))
+            request = self._decode_request(request_cls, action.body)
+            response = self._handlers[action.type](request)
         except GroupErrorException as e:
+            if e.error in FENCING:
+                log.info("group %s: %s of member %s refused with %s: %s", self._group.group_id, action.type,
+                         getattr(request, "member_id", "?"), e.error.name, shorten(e.message))
             response = response_cls(error=e.error.value, message=shorten(e.message), assignor_error=e.assignor_error)
         except Exception:  # a bug: the log gets the traceback, the client a typed error
             incident = uuid.uuid4().hex[:12]

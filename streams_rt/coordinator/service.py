@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +30,13 @@ from streams_rt.coordinator.group import Group, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
 from streams_rt.coordinator.history import RebalanceHistory
 from streams_rt.coordinator.http_endpoint import HttpEndpoint
+from streams_rt.coordinator.log_levels import apply_log_levels
 from streams_rt.coordinator.metrics import RebalanceMetrics
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.server import CoordinatorServer, monotonic_ms
 from streams_rt.coordinator.state_store import CoordinatorSnapshot, StateStore
 from streams_rt.coordinator.status import build_status
-from streams_rt.coordinator.streams_round import StreamsRoundPlanner
+from streams_rt.coordinator.streams_round import StreamsRoundPlanner, epoch_ms
 from streams_rt.coordinator.task_reports import TaskReports
 from streams_rt.coordinator.user_data import UserDataCodec
 from streams_rt.protocol import RebalanceProtocol, TaskId, TopicPartition
@@ -101,7 +101,7 @@ class Coordinator:
         secret: SharedSecret | None = None,
         task_inputs: Mapping[TaskId, Sequence[TopicPartition]] | None = None,
         discovery_dir: Path | None = None,
-        wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        wall_clock_ms: Callable[[], int] = epoch_ms,
     ) -> None:
         """`store` keeps the generation and the members across a driver restart; `clock` is the
         monotonic milliseconds every rule runs on (tests may move it forward). `settings` bound the
@@ -253,7 +253,7 @@ class Coordinator:
         )
         shown = ", ".join(str(move) for move in event.moves[:MOVES_LOGGED])
         more = f" and {len(event.moves) - MOVES_LOGGED} more" if len(event.moves) > MOVES_LOGGED else ""
-        log.info("group %s: rebalance done: generation %d (%s, %d members) %d ms after it started (%s); %s",
+        log.info("group %s: generation %d formed (%s, %d members) %d ms after its round started (%s); %s",
                  group.group_id, event.generation, event.protocol or "failed", event.members,
                  event.formed_ms - event.started_ms, event.reason,
                  f"moved: {shown}{more}" if event.moves else "nothing moved")
@@ -310,7 +310,9 @@ def start_coordinator(
     assignor's settings and ControlPlaneSettings' (bounds, rpc.authenticate, rpc.ssl.*). Raises
     ConfigError or ConfigErrors, naming every bad or unknown key, before anything starts. `codec`
     fixes the latest user data version (default: ours, 11). Hand `coordinator.secret.environment()`
-    to the hosts you start."""
+    to the hosts you start. `STREAMS_RT_LOG_LEVEL` sets the driver's streams_rt log levels
+    (coordinator/log_levels.py; ValueError when it is malformed)."""
+    apply_log_levels()
     config = props if isinstance(props, StreamsConfig) else resolve(props)
     planner = StreamsRoundPlanner(
         tasks,

@@ -3,25 +3,16 @@ processes, the real broker), run as a user runs them: the rolling upgrade's two 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from streams_rt.kafka.dev_broker import BrokerInfo
 from tests.cli.helpers import assert_one_error_line, streams_rt
 from tests.coordinator.settle import wait_until_settled
 from tests.tasks import topologies
 from tests.tasks.test_host import LINES, Apps, drain, last_values, wait_for
 
 pytestmark = pytest.mark.broker
-
-
-@pytest.fixture
-def apps(kafka_broker: BrokerInfo, tmp_path: Path) -> Iterator[Apps]:
-    made = Apps(kafka_broker, tmp_path)
-    yield made
-    made.close()
 
 
 def test_restart_bounces_one_host_with_upgrade_from_and_the_toggle_switches_the_protocol(

@@ -6,7 +6,6 @@ topics; a running application is refused."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,12 +18,6 @@ from tests.tasks.test_host import LINES, Apps, drain
 
 pytestmark = pytest.mark.broker
 
-
-@pytest.fixture
-def apps(kafka_broker: BrokerInfo, tmp_path: Path) -> Iterator[Apps]:
-    made = Apps(kafka_broker, tmp_path)
-    yield made
-    made.close()
 
 
 def topics(admin: AdminClient) -> set[str]:

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.rpc.auth import SharedSecret
 from tests.cli.helpers import assert_one_error_line, streams_rt
 from tests.coordinator.settle import wait_until_settled
@@ -19,12 +17,6 @@ from tests.tasks.test_host import LINES, Apps, drain
 
 pytestmark = pytest.mark.broker
 
-
-@pytest.fixture
-def apps(kafka_broker: BrokerInfo, tmp_path: Path) -> Iterator[Apps]:
-    made = Apps(kafka_broker, tmp_path)
-    yield made
-    made.close()
 
 
 def test_status_shows_the_group_hosts_tasks_and_rebalances(apps: Apps, tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streams_rt.coordinator.discovery import read_coordinator_file
 from streams_rt.coordinator.history import short_member_id
-from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.runtime.local import LocalApplication
 from tests.coordinator.settle import wait_until_settled
 from tests.tasks.test_host import LINES, Apps, drain
@@ -27,12 +25,6 @@ KIP_429 = ("rebalance_latency_avg", "rebalance_latency_max", "rebalance_latency_
            "last_rebalance_seconds_ago")
 GROUP = ("generation", "group_state", "members", "assigned_tasks", "tasks", "records_lag")
 
-
-@pytest.fixture
-def apps(kafka_broker: BrokerInfo, tmp_path: Path) -> Iterator[Apps]:
-    made = Apps(kafka_broker, tmp_path)
-    yield made
-    made.close()
 
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

@@ -270,7 +270,7 @@ def test_a_host_killed_mid_batch_fails_over_to_its_standby_and_only_that_batch_w
     at the kill, or the next) waits for the failover (the report, the probe, the rebalance, the
     takeover): Spark runs one micro-batch at a time and one completes only when all its
     partitions are read. The rounds and that pause are printed."""
-    caplog.set_level("INFO", logger="streams_rt.coordinator.group")
+    caplog.set_level("INFO", logger="streams_rt.coordinator")
     produced = lines(0, 200)
     topics.produce(produced)
     runtime = topics.runtime(spark, tmp_path, f"kill-{uuid.uuid4().hex[:8]}",
@@ -335,7 +335,7 @@ def test_a_host_killed_mid_batch_fails_over_to_its_standby_and_only_that_batch_w
         why = f"member {victim} removed: its host at {victim_endpoint} refuses connections (reported by a reader)"
         removals = [r.created for r in caplog.records if r.getMessage().endswith(why)]
         assert removals, f"host-0 was not removed through a reader's report: {why!r} not logged"
-        formed = [r.created for r in caplog.records if " formed with " in r.getMessage() and r.created >= removals[0]]
+        formed = [r.created for r in caplog.records if " formed (" in r.getMessage() and r.created >= removals[0]]
         print_failover(rounds, positions, batches, killed_at, {victim: "h0", survivor: "h1"}, waiting, held,
                        removals[0], formed[0] if formed else None)
 
