@@ -30,7 +30,6 @@ from streams_rt.coordinator.group import Group, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
 from streams_rt.coordinator.history import RebalanceHistory
 from streams_rt.coordinator.http_endpoint import HttpEndpoint
-from streams_rt.coordinator.log_levels import apply_log_levels
 from streams_rt.coordinator.metrics import RebalanceMetrics
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.server import CoordinatorServer, monotonic_ms
@@ -39,6 +38,7 @@ from streams_rt.coordinator.status import build_status
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner, epoch_ms
 from streams_rt.coordinator.task_reports import TaskReports
 from streams_rt.coordinator.user_data import UserDataCodec
+from streams_rt.log_levels import apply_log_levels
 from streams_rt.protocol import RebalanceProtocol, TaskId, TopicPartition
 from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.errors import GroupError, GroupErrorException

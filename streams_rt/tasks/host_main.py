@@ -31,6 +31,7 @@ from typing import Any
 from streams_rt.atomic_file import atomic_write_bytes
 from streams_rt.config import ConfigError, ConfigErrors, StreamsConfig, resolve
 from streams_rt.config.registry import GROUP_INSTANCE_ID
+from streams_rt.log_levels import apply_log_levels
 from streams_rt.processes import start_time, still_running
 from streams_rt.protocol import LATEST_SUPPORTED_VERSION
 from streams_rt.tasks.host import HostSettings, QueryServer, TaskHost, load_topology
@@ -76,8 +77,12 @@ def main(argv: list[str] | None = None, query_server: QueryServerFactory | None 
     parser.add_argument("--config", required=True, type=Path)
     args = parser.parse_args(argv)
     config = json.loads(args.config.read_text())
-    logging.basicConfig(level=os.environ.get("STREAMS_RT_LOG_LEVEL", "INFO"),
-                        format="%(asctime)s host[%(process)d] %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s host[%(process)d] %(levelname)s %(name)s: %(message)s")
+    try:
+        apply_log_levels()  # STREAMS_RT_LOG_LEVEL, as in the driver: `DEBUG`, or `INFO,streams_rt.state=DEBUG`
+    except ValueError as error:
+        log.error("cannot start: %s", error)
+        return 2
     bound_malloc_arenas()  # before any thread starts: see malloc_tuning
     try:
         settings = host_settings(config)

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from streams_rt.coordinator.history import short_member_id
-from streams_rt.coordinator.log_levels import LOG_LEVEL_ENV, apply_log_levels, parse_levels
 from streams_rt.coordinator.service import Coordinator, start_coordinator
+from streams_rt.log_levels import LOG_LEVEL_ENV, apply_log_levels, parse_levels
 from streams_rt.protocol import TaskId
 from streams_rt.rpc.client import GroupClient
 from streams_rt.rpc.errors import GroupError

@@ -58,3 +58,16 @@ def test_an_unknown_key_stops_the_host_with_one_line(tmp_path: Path, caplog: pyt
     (record,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert record.getMessage() == ("cannot start: unknown configuration key 'sesion.timeout.ms'; "
                                    "did you mean 'session.timeout.ms'?")
+
+
+def test_a_malformed_log_level_stops_the_host_with_one_line(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """STREAMS_RT_LOG_LEVEL takes the driver's form (`INFO,streams_rt.state=DEBUG`) in the hosts too."""
+    config = tmp_path / "host.json"
+    config.write_text(json.dumps(host_file(APP, topology="no_such_module:t")))
+    monkeypatch.setenv("STREAMS_RT_LOG_LEVEL", "INFO,streams_rt.state=LOUD")
+    with caplog.at_level(logging.ERROR):
+        assert main(["--config", str(config)]) == 2
+    (record,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert record.getMessage() == ("cannot start: STREAMS_RT_LOG_LEVEL: unknown level 'LOUD' in "
+                                   "'streams_rt.state=LOUD' (one of DEBUG, INFO, WARNING, ERROR, CRITICAL)")

@@ -1,4 +1,4 @@
-"""The driver's log levels for streams_rt, from the environment, as the hosts take theirs:
+"""streams_rt's log levels, from the environment, in the driver and in every task host:
 `STREAMS_RT_LOG_LEVEL=INFO` sets every streams_rt logger; `WARNING,streams_rt.coordinator=DEBUG`
 sets a default and per-logger levels. An application that configures Python's logging itself keeps
 its handlers; when nothing handles streams_rt's records, one stderr handler writes them one line
