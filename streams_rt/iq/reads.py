@@ -88,8 +88,9 @@ class LocalReads:
         if hosted.state.mode is Mode.RESTORING or progress is not None:
             restored, left = progress or (0, 0)
             total = restored + left
-            return unavailable("RESTORING", f"task {hosted.task} is restoring its stores: {restored} of {total} "
-                               "records", task=str(hosted.task), restored=restored, remaining=left,
+            done = f"{restored} records restored, {left} to go" if total else "its progress is not known yet"
+            return unavailable("RESTORING", f"task {hosted.task} is restoring its stores: {done}",
+                               task=str(hosted.task), restored=restored, remaining=left,
                                progress=round(restored / total, 4) if total else 0.0)
         return unavailable("NOT_AVAILABLE", f"task {hosted.task} is {hosted.state.mode.value.lower()} here; "
                            "ask again", task=str(hosted.task))
