@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import httpx
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -22,8 +23,10 @@ from streams_rt.iq.reads import Consistency, LocalReads
 from streams_rt.iq.routing import GroupView, StoreInfo, store_catalog
 from streams_rt.iq.settings import QuerySettings
 from streams_rt.protocol.wire import INT64_MAX
+from streams_rt.state import TaskStateBusy
 from streams_rt.tasks.host import HostedTask, TaskHost
 
+T = TypeVar("T")
 API_VERSION = "1"
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": answers.ErrorAnswer, "description": text} for status, text in (
@@ -128,12 +131,22 @@ class QueryApp:
         hosted = await self.owner_of(request, info, data, demand, route)
         if isinstance(hosted, Response):
             return hosted
-        value, freshness = self.reads.get(hosted, info, data, demand)
+        value, freshness = await self.read(lambda wait: self.reads.get(hosted, info, data, demand, wait))
         if value is None:
             raise not_found("KEY_NOT_FOUND", f"store {store} holds no key {key!r:.80}", store=store,
                             freshness=freshness.describe())
         return json_response({**self.served(), "store": store, "key": key, "value": value,
                               "freshness": freshness.describe()})
+
+    @staticmethod
+    async def read(read: Callable[[bool], T]) -> T:
+        """Run a read on the event loop if its tasks' stores are free now (the common case: no
+        thread switch), else on a worker thread that waits for them, so a reopen after a restore
+        (seconds) or a commit holds up no other request."""
+        try:
+            return read(False)
+        except TaskStateBusy:
+            return await run_in_threadpool(read, True)
 
     async def aclose(self) -> None:
         if self._proxy is not None:
@@ -209,8 +222,8 @@ def create_app(queries: QueryApp) -> FastAPI:
                               "(iq.page.size.max)", cap=settings.page_size_max)
         return limit
 
-    def scan(info: StoreInfo, start: bytes | None, end: bytes | None, limit: int | None, cursor: str | None,
-             demand: Consistency) -> Response:
+    async def scan(info: StoreInfo, start: bytes | None, end: bytes | None, limit: int | None, cursor: str | None,
+                   demand: Consistency) -> Response:
         size = page_size(limit)
         if cursor is not None:
             try:
@@ -221,7 +234,8 @@ def create_app(queries: QueryApp) -> FastAPI:
                 raise bad_request("BAD_CURSOR", "the cursor lies past the range's end")
             start = max(start or b"", after + b"\x00")
         tasks = queries.reads.local_tasks(info, demand)
-        entries, next_cursor, fresh = queries.reads.range(tasks, info, start, end, size, demand)
+        entries, next_cursor, fresh = await queries.read(
+            lambda wait: queries.reads.range(tasks, info, start, end, size, demand, wait))
         return json_response({**queries.served(), "store": info.name, "entries": entries,
                               "next_cursor": next_cursor, "freshness": [f.describe() for f in fresh]})
 
@@ -235,12 +249,13 @@ def create_app(queries: QueryApp) -> FastAPI:
         if start > last:
             raise bad_request("BAD_RANGE", f"from {lower!r:.80} comes after to {upper!r:.80} in the store's key "
                               "order (serialized bytes)")
-        return scan(info, start, last + b"\x00", limit, cursor, Consistency(max_lag, at_batch))
+        return await scan(info, start, last + b"\x00", limit, cursor, Consistency(max_lag, at_batch))
 
     @app.get("/v1/stores/{store}/all", response_model=answers.RangeAnswer, responses=ERRORS)
     async def everything(store: str, limit: Limit = None, cursor: Cursor = None, max_lag: MaxLag = None,
                          at_batch: AtBatch = None) -> Response:
-        return scan(queries.store(store, windowed=False), None, None, limit, cursor, Consistency(max_lag, at_batch))
+        return await scan(queries.store(store, windowed=False), None, None, limit, cursor,
+                          Consistency(max_lag, at_batch))
 
     @app.get("/v1/stores/{store}/windows/{key:path}", response_model=answers.WindowAnswer,
              responses={**ERRORS, **MOVED})
@@ -258,7 +273,8 @@ def create_app(queries: QueryApp) -> FastAPI:
         hosted = await queries.owner_of(request, info, data, demand, route)
         if isinstance(hosted, Response):
             return hosted
-        rows, freshness = queries.reads.windows(hosted, info, data, time_from, time_to, demand)
+        rows, freshness = await queries.read(
+            lambda wait: queries.reads.windows(hosted, info, data, time_from, time_to, demand, wait))
         return json_response({**queries.served(), "store": store, "key": key, "windows": rows,
                               "freshness": freshness.describe()})
 
