@@ -39,6 +39,7 @@ import rocksdict  # noqa: E402
 import uvloop  # noqa: E402
 
 from bench.processing import bench_workspace  # noqa: E402
+from streams_rt.kafka.partitioner import partition_for  # noqa: E402
 from streams_rt.runtime.local import LocalApplication  # noqa: E402
 from streams_rt.topology import Serdes, StreamsBuilder, Topology  # noqa: E402
 
@@ -106,15 +107,19 @@ async def drive(endpoint: str, concurrency: int, seconds: float, records: int) -
 
 
 def floor(store_dir: Path, records: int, seconds: float) -> list[float]:
-    """Latencies of direct rocksdict gets of random present keys on the store's own files."""
+    """Latencies of direct rocksdict gets of random present keys on the store's own files (the
+    task's: `<subtopology>_<partition>/rocksdb/<store>`, so the keys of that partition)."""
+    partition = int(store_dir.parent.parent.name.rpartition("_")[2])
+    rng = random.Random(9)
+    mine = [k for k in (key(rng.randrange(records)).encode() for _ in range(200_000))
+            if partition_for(k, PARTITIONS) == partition]
     db = rocksdict.Rdict(str(store_dir), rocksdict.Options(raw_mode=True),
                          access_type=rocksdict.AccessType.read_only())
-    rng = random.Random(9)
-    latencies = []
+    latencies: list[float] = []
     deadline = time.perf_counter() + seconds
     try:
         while time.perf_counter() < deadline:
-            k = key(rng.randrange(records)).encode()
+            k = mine[len(latencies) % len(mine)]
             started = time.perf_counter()
             found = db.get(k)
             latencies.append(time.perf_counter() - started)

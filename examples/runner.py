@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
 from streams_rt import StreamsRuntime
+from streams_rt.iq import Client
 from streams_rt.kafka.dev_broker import DevBroker
 from streams_rt.rpc.batches import BatchError, HostClient
 from streams_rt.spark.session import build_session
@@ -41,6 +42,7 @@ class Example:
     summary: Callable[[list[Any]], str]
     properties: Mapping[str, Any] = field(default_factory=dict)
     topology_args: Callable[[Callable[[str], str]], Mapping[str, Any]] = lambda topic: {}
+    store: str | None = None  # a key-value store to read over HTTP at the end (interactive queries)
 
 
 def arguments(description: str, argv: list[str] | None = None) -> argparse.Namespace:
@@ -57,6 +59,7 @@ class Outcome:
     rows: list[Any]  # what the query wrote
     produced: int  # sample records produced
     inputs: list[tuple[str, Record]]  # the records themselves, when asked to keep them
+    store: dict[Any, Any] | None = None  # the example's store as its hosts' query endpoints answered
 
 
 def run(example: Example, args: argparse.Namespace, spark: SparkSession | None = None,
@@ -117,6 +120,7 @@ def run(example: Example, args: argparse.Namespace, spark: SparkSession | None =
             query.processAllAvailable()  # let the last batch finish: nothing is cut short
         query.stop()
         rows = spark.sql(f"SELECT * FROM {table}").collect()
+        live = _query_store(runtime, example.store) if example.store is not None else None
         loop.close()
         runtime.stop()
         if own_spark:
@@ -124,7 +128,18 @@ def run(example: Example, args: argparse.Namespace, spark: SparkSession | None =
         if broker is not None and not info.reused:
             broker.stop()
     print(example.summary(rows))
-    return Outcome(rows, produced[0], kept or [])
+    return Outcome(rows, produced[0], kept or [], live)
+
+
+def _query_store(runtime: StreamsRuntime, store: str) -> dict[Any, Any]:
+    """Every entry of `store`, read from the running hosts over HTTP (streams_rt.iq.Client, which
+    asks each host for its part)."""
+    endpoint = next(h.query_endpoint for h in runtime.app.hosts.values() if h.query_endpoint)
+    with Client(f"http://{endpoint}") as client:
+        live = dict(client.all(store))
+    print(f"queried store `{store}` over HTTP (http://{endpoint}/v1/stores/{store}/all, every host): "
+          f"{len(live):,} keys")
+    return live
 
 
 def _produce(bootstrap: str, example: Example, topic: Callable[[str], str], rate: int, stop: threading.Event,

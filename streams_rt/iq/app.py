@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import httpx
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from streams_rt.iq import answers
 from streams_rt.iq.codec import KeyRejected, decode_base64url, key_bytes
@@ -21,8 +23,10 @@ from streams_rt.iq.reads import Consistency, LocalReads
 from streams_rt.iq.routing import GroupView, StoreInfo, store_catalog
 from streams_rt.iq.settings import QuerySettings
 from streams_rt.protocol.wire import INT64_MAX
+from streams_rt.state import TaskStateBusy
 from streams_rt.tasks.host import HostedTask, TaskHost
 
+T = TypeVar("T")
 API_VERSION = "1"
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": answers.ErrorAnswer, "description": text} for status, text in (
@@ -120,9 +124,56 @@ class QueryApp:
         headers = {k: v for k, v in answer.headers.items() if k.lower() in ("location", "retry-after")}
         return Response(answer.content, answer.status_code, headers, media_type="application/json")
 
+    async def point(self, request: Request, store: str, key: str, demand: Consistency, route: Route) -> Response:
+        """`GET /v1/stores/{store}/keys/{key}`."""
+        info = self.store(store, windowed=False)
+        data = self.key(info, key)
+        hosted = await self.owner_of(request, info, data, demand, route)
+        if isinstance(hosted, Response):
+            return hosted
+        value, freshness = await self.read(lambda wait: self.reads.get(hosted, info, data, demand, wait))
+        if value is None:
+            raise not_found("KEY_NOT_FOUND", f"store {store} holds no key {key!r:.80}", store=store,
+                            freshness=freshness.describe())
+        return json_response({**self.served(), "store": store, "key": key, "value": value,
+                              "freshness": freshness.describe()})
+
+    @staticmethod
+    async def read(read: Callable[[bool], T]) -> T:
+        """Run a read on the event loop if its tasks' stores are free now (the common case: no
+        thread switch), else on a worker thread that waits for them, so a reopen after a restore
+        (seconds) or a commit holds up no other request."""
+        try:
+            return read(False)
+        except TaskStateBusy:
+            return await run_in_threadpool(read, True)
+
     async def aclose(self) -> None:
         if self._proxy is not None:
             await self._proxy.aclose()
+
+
+class PointLookups:
+    """ASGI in front of the app: a point lookup without a query string (the common case) is answered
+    here, by the same code as its route, without FastAPI's routing and parameter validation, which
+    cost as much as the lookup itself; everything else goes on to the app."""
+
+    PREFIX = "/v1/stores/"
+
+    def __init__(self, app: ASGIApp, queries: QueryApp) -> None:
+        self.app, self.queries = app, queries
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and not scope["query_string"]:
+            store, found, key = scope["path"].removeprefix(self.PREFIX).partition("/keys/")
+            if found and key and store and "/" not in store and scope["path"].startswith(self.PREFIX):
+                try:
+                    response = await self.queries.point(Request(scope), store, key, Consistency(), "redirect")
+                except QueryFailed as error:
+                    response = json_response(error.body(), error.status, error.headers())
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def create_app(queries: QueryApp) -> FastAPI:
@@ -161,18 +212,7 @@ def create_app(queries: QueryApp) -> FastAPI:
              responses={**ERRORS, **MOVED})
     async def point(request: Request, store: str, key: KeyPath, max_lag: MaxLag = None, at_batch: AtBatch = None,
                     route: RouteParam = "redirect") -> Response:
-        info = queries.store(store, windowed=False)
-        data = queries.key(info, key)
-        demand = Consistency(max_lag, at_batch)
-        hosted = await queries.owner_of(request, info, data, demand, route)
-        if isinstance(hosted, Response):
-            return hosted
-        value, freshness = queries.reads.get(hosted, info, data, demand)
-        if value is None:
-            raise not_found("KEY_NOT_FOUND", f"store {store} holds no key {key!r:.80}", store=store,
-                            freshness=freshness.describe())
-        return json_response({**queries.served(), "store": store, "key": key, "value": value,
-                              "freshness": freshness.describe()})
+        return await queries.point(request, store, key, Consistency(max_lag, at_batch), route)
 
     def page_size(limit: int | None) -> int:
         if limit is None:
@@ -182,8 +222,8 @@ def create_app(queries: QueryApp) -> FastAPI:
                               "(iq.page.size.max)", cap=settings.page_size_max)
         return limit
 
-    def scan(info: StoreInfo, start: bytes | None, end: bytes | None, limit: int | None, cursor: str | None,
-             demand: Consistency) -> Response:
+    async def scan(info: StoreInfo, start: bytes | None, end: bytes | None, limit: int | None, cursor: str | None,
+                   demand: Consistency) -> Response:
         size = page_size(limit)
         if cursor is not None:
             try:
@@ -194,7 +234,8 @@ def create_app(queries: QueryApp) -> FastAPI:
                 raise bad_request("BAD_CURSOR", "the cursor lies past the range's end")
             start = max(start or b"", after + b"\x00")
         tasks = queries.reads.local_tasks(info, demand)
-        entries, next_cursor, fresh = queries.reads.range(tasks, info, start, end, size, demand)
+        entries, next_cursor, fresh = await queries.read(
+            lambda wait: queries.reads.range(tasks, info, start, end, size, demand, wait))
         return json_response({**queries.served(), "store": info.name, "entries": entries,
                               "next_cursor": next_cursor, "freshness": [f.describe() for f in fresh]})
 
@@ -208,12 +249,13 @@ def create_app(queries: QueryApp) -> FastAPI:
         if start > last:
             raise bad_request("BAD_RANGE", f"from {lower!r:.80} comes after to {upper!r:.80} in the store's key "
                               "order (serialized bytes)")
-        return scan(info, start, last + b"\x00", limit, cursor, Consistency(max_lag, at_batch))
+        return await scan(info, start, last + b"\x00", limit, cursor, Consistency(max_lag, at_batch))
 
     @app.get("/v1/stores/{store}/all", response_model=answers.RangeAnswer, responses=ERRORS)
     async def everything(store: str, limit: Limit = None, cursor: Cursor = None, max_lag: MaxLag = None,
                          at_batch: AtBatch = None) -> Response:
-        return scan(queries.store(store, windowed=False), None, None, limit, cursor, Consistency(max_lag, at_batch))
+        return await scan(queries.store(store, windowed=False), None, None, limit, cursor,
+                          Consistency(max_lag, at_batch))
 
     @app.get("/v1/stores/{store}/windows/{key:path}", response_model=answers.WindowAnswer,
              responses={**ERRORS, **MOVED})
@@ -231,7 +273,8 @@ def create_app(queries: QueryApp) -> FastAPI:
         hosted = await queries.owner_of(request, info, data, demand, route)
         if isinstance(hosted, Response):
             return hosted
-        rows, freshness = queries.reads.windows(hosted, info, data, time_from, time_to, demand)
+        rows, freshness = await queries.read(
+            lambda wait: queries.reads.windows(hosted, info, data, time_from, time_to, demand, wait))
         return json_response({**queries.served(), "store": store, "key": key, "windows": rows,
                               "freshness": freshness.describe()})
 

@@ -72,10 +72,11 @@ class LocalReads:
         return found
 
     @contextlib.contextmanager
-    def reading(self, hosted: HostedTask, info: StoreInfo,
-                demand: Consistency) -> Iterator[tuple[StateStore, Freshness]]:
-        """The task's store, held open (and no commit landing) until the block ends, with its freshness."""
-        with hosted.state.reading() as stores:
+    def reading(self, hosted: HostedTask, info: StoreInfo, demand: Consistency,
+                wait: bool) -> Iterator[tuple[StateStore, Freshness]]:
+        """The task's store, held open (and no commit landing) until the block ends, with its
+        freshness. `wait=False` raises TaskStateBusy rather than wait for a reopen or a commit."""
+        with hosted.state.reading(wait) as stores:
             if stores is None:
                 raise self._not_readable(hosted)
             freshness = Freshness(hosted.task, hosted.standby, _committed_batch(stores, hosted.task),
@@ -88,35 +89,37 @@ class LocalReads:
         if hosted.state.mode is Mode.RESTORING or progress is not None:
             restored, left = progress or (0, 0)
             total = restored + left
-            return unavailable("RESTORING", f"task {hosted.task} is restoring its stores: {restored} of {total} "
-                               "records", task=str(hosted.task), restored=restored, remaining=left,
+            done = f"{restored} records restored, {left} to go" if total else "its progress is not known yet"
+            return unavailable("RESTORING", f"task {hosted.task} is restoring its stores: {done}",
+                               task=str(hosted.task), restored=restored, remaining=left,
                                progress=round(restored / total, 4) if total else 0.0)
         return unavailable("NOT_AVAILABLE", f"task {hosted.task} is {hosted.state.mode.value.lower()} here; "
                            "ask again", task=str(hosted.task))
 
     # -- the reads -------------------------------------------------------------------------------
-    def get(self, hosted: HostedTask, info: StoreInfo, key: bytes, demand: Consistency) -> tuple[Any, Freshness]:
-        with self.reading(hosted, info, demand) as (store, freshness):
+    def get(self, hosted: HostedTask, info: StoreInfo, key: bytes, demand: Consistency,
+            wait: bool) -> tuple[Any, Freshness]:
+        with self.reading(hosted, info, demand, wait) as (store, freshness):
             assert isinstance(store, KeyValueStore)
             data = store.get_committed(key)
         return (None if data is None else to_json(info.value_serde, data)), freshness
 
     def windows(self, hosted: HostedTask, info: StoreInfo, key: bytes, time_from: int, time_to: int,
-                demand: Consistency) -> tuple[list[dict[str, Any]], Freshness]:
+                demand: Consistency, wait: bool) -> tuple[list[dict[str, Any]], Freshness]:
         size = info.window_size_ms or 0
-        with self.reading(hosted, info, demand) as (store, freshness):
+        with self.reading(hosted, info, demand, wait) as (store, freshness):
             assert isinstance(store, WindowStore)
             rows = store.fetch_committed(key, time_from, time_to)
         return [{"start": start, "end": start + size, "value": to_json(info.value_serde, value)}
                 for start, value in rows], freshness
 
     def range(self, tasks: list[HostedTask], info: StoreInfo, start: bytes | None, end: bytes | None, limit: int,
-              demand: Consistency) -> tuple[list[dict[str, Any]], str | None, list[Freshness]]:
+              demand: Consistency, wait: bool) -> tuple[list[dict[str, Any]], str | None, list[Freshness]]:
         """One page of [start, end) over these tasks' copies, merged in key order, and the cursor of
         the next page (None: the last page). Every scan is closed inside the guards: an iterator left
         to the garbage collector would keep RocksDB open past a close."""
         with contextlib.ExitStack() as held:
-            opened = [held.enter_context(self.reading(h, info, demand)) for h in tasks]
+            opened = [held.enter_context(self.reading(h, info, demand, wait)) for h in tasks]
             scans = []
             try:
                 for store, _ in opened:

@@ -26,7 +26,7 @@ from streams_rt.state.stores import (
     StateStore,
     WindowStore,
 )
-from streams_rt.state.task_state import Mode, StoreSpec, TaskState, TaskStateError, WindowSpec
+from streams_rt.state.task_state import Mode, StoreSpec, TaskState, TaskStateBusy, TaskStateError, WindowSpec
 from streams_rt.state.updater import StateUpdater
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "StoreSpec",
     "TaskLockedError",
     "TaskState",
+    "TaskStateBusy",
     "TaskStateError",
     "WindowSpec",
     "WindowStore",

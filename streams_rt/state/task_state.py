@@ -78,6 +78,10 @@ TRANSITIONS: Mapping[Mode, frozenset[Mode]] = {
 }
 
 
+class TaskStateBusy(StateError):
+    """`reading(wait=False)` found the task's stores being opened, closed or committed to."""
+
+
 class TaskStateError(StateError):
     """A call that the task's state does not allow in its current mode (a bug in the caller)."""
 
@@ -290,12 +294,17 @@ class TaskState:
         return store
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[Mapping[str, StateStore] | None]:
+    def reading(self, wait: bool = True) -> Iterator[Mapping[str, StateStore] | None]:
         """For a reader on another thread (interactive queries): the stores, which stay open and
         see no commit land until the block ends; None while the task restores or is closed. Keep
-        the block short: opening, closing and committing wait for it."""
-        with self._guard:
+        the block short: opening, closing and committing wait for it. `wait=False` raises
+        TaskStateBusy rather than wait for them (a reopen after a restore can take seconds)."""
+        if not self._guard.acquire(blocking=wait):
+            raise TaskStateBusy(f"task {self.task}: its stores are being opened, closed or committed to")
+        try:
             yield dict(self._stores) if self.mode in (Mode.ACTIVE, Mode.STANDBY) else None
+        finally:
+            self._guard.release()
 
     @property
     def offsets(self) -> dict[TopicPartition, int]:

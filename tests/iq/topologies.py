@@ -30,3 +30,10 @@ def references(views: Iterable[tuple[str, int]]) -> tuple[Counter[str], Counter[
         windows[(page, ts - ts % 60_000)] += 1
         lengths[len(page)] += 1
     return pages, windows, lengths
+
+
+def table(suffix: str = "") -> Topology:
+    """A topic materialised as a queryable table (large ones restore for long enough to be watched)."""
+    b = StreamsBuilder()
+    b.table(f"iq-table{suffix}", S, S, store="table")
+    return b.build()
