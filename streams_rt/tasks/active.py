@@ -135,6 +135,8 @@ class ActiveTaskRunner:
             cache_max_bytes=self._cache_bytes,
             deserialization_handler=self._settings.deserialization_handler,
         )
+        if last is not None:
+            self._runner.set_stream_times(last.stream_times)
         self.core.restored(positions, last.ranges if last is not None else None)
         log.info("task %s: running from %s", self.task,
                  ", ".join(f"{tp}@{o}" for tp, o in sorted(self.core.positions.items())))
@@ -204,6 +206,7 @@ class ActiveTaskRunner:
             runner.abort()
             self.state.rollback()
             raise
+        runner.committed()
         t.batches += 1
         t.records += int(records)
         t.consume_s += consumed_s
@@ -216,7 +219,8 @@ class ActiveTaskRunner:
 
     def _record(self, ranges: Ranges, output: pa.RecordBatch, batch_id: int | None) -> None:
         store = self.state.kv_store(batch_record.store_name(self.task.subtopology))
-        writes = batch_record.encode(ranges, output, self._kept_chunks, batch_id)
+        assert self._runner is not None  # RUNNING
+        writes = batch_record.encode(ranges, output, self._kept_chunks, batch_id, self._runner.stream_times())
         for key, value in writes.items():
             store.put(key, value)
         self._kept_chunks = sum(1 for k, v in writes.items() if k != batch_record.HEADER_KEY and v is not None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -31,13 +31,15 @@ class LastBatch:
     output: bytes  # Arrow IPC stream of the output rows
     chunks: int
     batch_id: int | None = None
+    stream_times: dict[str, int] = field(default_factory=dict)  # per node; see SubtopologyRunner
 
     def table(self) -> pa.Table:
         return pa.ipc.open_stream(self.output).read_all()
 
 
 def encode(ranges: Mapping[TopicPartition, tuple[int, int]], output: pa.RecordBatch,
-           previous_chunks: int, batch_id: int | None = None) -> dict[bytes, bytes | None]:
+           previous_chunks: int, batch_id: int | None = None,
+           stream_times: Mapping[str, int] | None = None) -> dict[bytes, bytes | None]:
     """The store writes that record this batch (deleting chunks a larger previous output left)."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, output.schema) as writer:
@@ -45,7 +47,7 @@ def encode(ranges: Mapping[TopicPartition, tuple[int, int]], output: pa.RecordBa
     data = sink.getvalue().to_pybytes()
     chunks = [data[i:i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
     header = {"ranges": [[tp.topic, tp.partition, s, e] for tp, (s, e) in sorted(ranges.items())],
-              "chunks": len(chunks), "batch": batch_id}
+              "chunks": len(chunks), "batch": batch_id, "stream_times": dict(stream_times or {})}
     writes: dict[bytes, bytes | None] = {HEADER_KEY: json.dumps(header, separators=(",", ":")).encode()}
     for i, chunk in enumerate(chunks):
         writes[chunk_key(i)] = chunk
@@ -68,7 +70,8 @@ def decode(get: Callable[[bytes], bytes | None]) -> LastBatch | None:
         ranges = {TopicPartition(t, int(p)): (int(s), int(e)) for t, p, s, e in header["ranges"]}
         count = int(header["chunks"])
         batch_id = _batch_id(header)
-    except (ValueError, KeyError, TypeError) as e:
+        stream_times = {str(name): int(t) for name, t in header.get("stream_times", {}).items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise CorruptBatchRecord(f"unreadable batch header: {e}") from None
     parts = []
     for i in range(count):
@@ -76,7 +79,7 @@ def decode(get: Callable[[bytes], bytes | None]) -> LastBatch | None:
         if chunk is None:
             raise CorruptBatchRecord(f"batch output chunk {i} of {count} is missing")
         parts.append(chunk)
-    return LastBatch(ranges, b"".join(parts), count, batch_id)
+    return LastBatch(ranges, b"".join(parts), count, batch_id, stream_times)
 
 
 def committed_batch_id(get: Callable[[bytes], bytes | None]) -> int | None:

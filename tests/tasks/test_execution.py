@@ -7,11 +7,21 @@ import logging
 from collections import Counter, defaultdict
 from typing import Any
 
+import pyarrow as pa
 import pytest
+from confluent_kafka import TIMESTAMP_CREATE_TIME, Message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams_rt.tasks.execution.runner import DeserializationFailed, DeserializationHandler, ProcessingFailed
+from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.state.stores import InMemoryWindowStore
+from streams_rt.tasks import batch_record
+from streams_rt.tasks.execution.runner import (
+    DeserializationFailed,
+    DeserializationHandler,
+    ProcessingFailed,
+    SubtopologyRunner,
+)
 from streams_rt.tasks.testing import TopologyTestDriver
 from streams_rt.topology import (
     BaseProcessor,
@@ -236,3 +246,37 @@ def test_an_exception_in_user_code_names_the_input_record() -> None:
         driver.pipe("lines", "k", "x boom y", 1, S, S)
     assert (failure.value.topic, failure.value.partition, failure.value.offset) == ("lines", 0, 1)
     assert "KSTREAM-MAPVALUES" in str(failure.value) and "ZeroDivisionError" in str(failure.value)
+
+
+
+def view(offset: int, timestamp: int) -> Message:
+    return Message(topic="views", partition=0, offset=offset, key=b"p", value=b"v",
+                   timestamp=(TIMESTAMP_CREATE_TIME, timestamp))
+
+
+def test_an_aborted_batch_takes_back_the_stream_time_it_advanced() -> None:
+    """A failed batch is retried with the same records; the stream time it reached must not make
+    its own first records late the second time. Stream times round-trip through the batch record."""
+    builder = StreamsBuilder()
+    views = builder.stream("views", Serdes.string(), Serdes.string())
+    views.group_by_key().windowed_by(TumblingWindows(60_000, grace_ms=0)).count("per-minute")
+    topology = builder.build()
+    definition = topology.stores["per-minute"]
+    assert definition.retention_ms is not None and definition.window_size_ms is not None
+    store = InMemoryWindowStore("per-minute", definition.retention_ms, definition.window_size_ms)
+    store.open()
+    store.attach_changelog(lambda key, value: None)
+    runner = SubtopologyRunner(topology, topology.subtopologies[0], TaskId(0, 0), "app", {"per-minute": store},
+                               lambda topic, records: None)
+    tp = TopicPartition("views", 0)
+    runner.process({tp: [view(0, 100_000)]})
+    committed = runner.stream_times()
+    assert list(committed.values()) == [100_000]
+    runner.committed()
+    runner.process({tp: [view(1, 10_000_000)]})
+    assert list(runner.stream_times().values()) == [10_000_000]
+    runner.abort()
+    assert runner.stream_times() == committed
+    writes = batch_record.encode({tp: (0, 1)}, pa.RecordBatch.from_pylist([{"x": 1}]), 0, None, committed)
+    last = batch_record.decode(writes.get)
+    assert last is not None and last.stream_times == committed

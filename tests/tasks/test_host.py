@@ -132,6 +132,23 @@ def test_windowed_page_views(apps: Apps) -> None:
     assert found == topologies.page_views_reference(views, 2)
 
 
+def test_a_moved_task_judges_late_records_by_the_stream_time_it_had(apps: Apps) -> None:
+    """Stream time travels with the task (in its batch record): a record late by the old owner's
+    stream time is still dropped by the new owner, which would otherwise start from no stream time
+    and count it."""
+    apps.create_topics({"pv-views": 1, "pv-counts": 1})
+    now = 1_700_000_000_000
+    apps.produce("pv-views", [("page-0", b"view", now)])
+    app, loop = apps.start("page_views", hosts=1)
+    assert [(key["key"], count) for key, count in drain(loop)] == [("page-0", 1)]
+    app.start_host("host-1")
+    assert app.stop_host("host-0") == 0  # the task moves to host-1, restored from its changelogs
+    late = now - 2 * 60_000  # its window closed 30 s (the grace) after its end, long before `now`
+    apps.produce("pv-views", [("page-0", b"view", late), ("page-1", b"view", now)])
+    rows = drain(loop)
+    assert [(key["key"], count) for key, count in rows] == [("page-1", 1)]  # the late view dropped
+
+
 def test_stream_table_join(apps: Apps) -> None:
     apps.create_topics({"eo-customers": 2, "eo-orders": 2, "eo-enriched": 2})
     apps.produce("eo-customers", [(f"c{i}", f"name-{i}".encode(), 1_000) for i in range(20)])

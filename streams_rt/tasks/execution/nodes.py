@@ -60,6 +60,10 @@ class Exec:
     def __init__(self, name: str) -> None:
         self.name = name
         self.children: list[Exec] = []
+        # The largest record timestamp this node has seen (-1: none), for nodes that act on stream
+        # time (windows' grace, punctuation). Kept in the task's batch record, so a task that moves
+        # or restarts judges late records as it would have where it was.
+        self.stream_time_ms = -1
 
     def process(self, records: list[Rec]) -> None:
         raise NotImplementedError
@@ -285,7 +289,6 @@ class WindowedAggregateExec(Exec):
         super().__init__(name)
         self.spec = spec
         self.initializer, self.aggregator, self.windows = op.initializer, op.aggregator, windows
-        self.observed_stream_time = -1
         self.skipped = SkipCounter(name)
 
     def process(self, records: list[Rec]) -> None:
@@ -296,13 +299,13 @@ class WindowedAggregateExec(Exec):
             if key is None or value is None:
                 self.skipped.skip("null key or value")
                 continue
-            if timestamp > self.observed_stream_time:
-                self.observed_stream_time = timestamp
-            close = self.observed_stream_time - grace
+            if timestamp > self.stream_time_ms:
+                self.stream_time_ms = timestamp
+            close = self.stream_time_ms - grace
             for start in spec.starts_for(timestamp):
                 if start + size <= close:
                     self.skipped.skip(f"late: window [{start}, {start + size}) closed at stream time "
-                                      f"{self.observed_stream_time} with grace {grace} ms")
+                                      f"{self.stream_time_ms} with grace {grace} ms")
                     continue
                 current = windows.get(key, start)
                 try:
@@ -419,7 +422,6 @@ class ProcessExec(Exec):
     def __init__(self, name: str, processor: Processor, task: TaskId, stores: dict[str, Any]) -> None:
         super().__init__(name)
         self.processor = processor
-        self.stream_time_ms = -1
         self.context = _Context(self, task, stores)
         processor.init(self.context)
 

@@ -112,6 +112,7 @@ class SubtopologyRunner:
         self._stores = stores
         self._cached: dict[str, CachedKeyValue | CachedWindows] = {}
         self._execs: dict[str, Exec] = {}
+        self._committed_stream_times: dict[str, int] = {}
         self._sources: dict[str, tuple[SourceNode, Exec]] = {}  # full topic name -> source
         for node in subtopology.nodes:
             self._execs[node.name] = self._build(node, application_id)
@@ -267,9 +268,26 @@ class SubtopologyRunner:
         return output
 
     def abort(self) -> None:
-        """A failed batch: forget what the caches and the output rows hold."""
+        """A failed batch: forget what the caches and the output rows hold, and the stream time the
+        batch advanced (its records come again)."""
         self.cache.drop()
         self.output = []
+        self.set_stream_times(self._committed_stream_times)
+
+    def stream_times(self) -> dict[str, int]:
+        """Each stream-time-aware node's stream time (nodes that have seen no record left out)."""
+        return {name: node.stream_time_ms for name, node in self._execs.items() if node.stream_time_ms >= 0}
+
+    def set_stream_times(self, times: Mapping[str, int]) -> None:
+        """Stream times as a batch record kept them: a task that moved or restarted goes on where it
+        was (Kafka Streams commits partition time with the offsets for the same reason)."""
+        for name, node in self._execs.items():
+            node.stream_time_ms = times.get(name, -1)
+        self._committed_stream_times = dict(times)
+
+    def committed(self) -> None:
+        """The batch is durable: its stream times are what an abort goes back to."""
+        self._committed_stream_times = self.stream_times()
 
     def close(self) -> None:
         for exec_node in self._execs.values():
