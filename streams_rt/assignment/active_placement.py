@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .least_loaded import LeastLoaded
-from .quotas import capacity_quotas, filling_quotas, keep_owned, owned_counts
+from .quotas import capacity_quotas, filling_quotas, keep_owned, owned_counts, subtopology_sizes
 from .round_inputs import RoundInputs
 from .spread import SubtopologyShares
 
@@ -25,12 +25,16 @@ def general_assign(inputs: RoundInputs, pool: Sequence[int], prior_load: Sequenc
     owner, capacities, lags = inputs.owner, inputs.capacities, inputs.lags
     n = len(capacities)
     prior = prior_load
-    quotas = None if prior is None else filling_quotas(len(pool), capacities, prior, inputs.rank)
+    sizes = subtopology_sizes(pool, inputs.subtopology)
+    quotas: list[int] | None = None  # equal capacities, several subtopologies: the targets choose (spread.py)
+    if prior is not None:
+        quotas = filling_quotas(pool, inputs.subtopology, capacities, prior, inputs.rank)
+    elif len(set(capacities)) > 1 or sizes is None:
+        quotas = capacity_quotas(len(pool), capacities, inputs.rank, owned_counts(pool, owner, n), sizes)
     shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank)
-    if shares is not None:  # the stateless pool's shares follow its quotas, which water-filling fixed
-        quotas = shares.start(owner, capacities if quotas is None else quotas, quotas)
-    elif quotas is None:
-        quotas = capacity_quotas(len(pool), capacities, inputs.rank, owned_counts(pool, owner, n))
+    if shares is not None:
+        quotas = shares.start(owner, capacities, quotas)
+    assert quotas is not None
     target, kept, unassigned = keep_owned(
         pool, owner, quotas, lambda t: (lags.has_other_caught_up(t, owner[t], n), t), shares
     )

@@ -1,17 +1,22 @@
 """How many tasks of a pool each client should run, and the sticky start of a pool's placement.
 
-Stateful tasks (the first pool), one subtopology: every client gets floor(n * capacity / total) and the
-leftover tasks go one each to clients whose share is fractional (so nobody exceeds the ceiling of its
-share), first to those owning more than the floor (keeping them costs no move), then the largest
-fractional share, then by `RoundInputs.rank` (process id order, or with rack-aware tags small zones
-first). With several subtopologies the quotas come out of the subtopology targets (spread.py).
+Stateful tasks (the first pool): every client gets floor(n * capacity / total) or the ceil. With equal
+capacities the leftover tasks go one each to clients whose share is fractional, first to those owning
+more than the floor (keeping them costs no move), then the largest fractional share, then by
+`RoundInputs.rank` (process id order, or with rack-aware tags small zones first). With capacities that
+differ, floor and ceil alone can leave a small client at 0 tasks per thread while a large one runs 1:
+the quotas are then as even per thread as the floors and ceils allow (thread_balance.py), the same
+preference choosing among equally even ones, and what the owners run now staying if it is one of
+them. With several subtopologies and equal capacities the quotas come out of the subtopology targets
+(spread.py); otherwise the quotas are ones such targets exist for (ceil_matching.py).
 
-Stateless tasks (placed on top of the stateful ones): what balances the threads is the total, so each
-task goes to the client whose load per capacity unit would be lowest with it (water-filling, as
-Kafka's least-loaded placement of stateless tasks), ties by rank. Then no stateless task could
-move to a client that would run fewer tasks per capacity unit than its giver does now.
+Stateless tasks (placed on top of the stateful ones): each client runs the floor or the ceil of its
+capacity share of each stateless subtopology (as Kafka spreads every subtopology), so its quota lies
+between the sums of those floors and ceils; within that, what balances the threads is the total, so
+the tasks fill up the clients whose load per capacity unit is lowest (as Kafka's least-loaded placement
+of stateless tasks), ties by rank.
 
-Water-filling does not look at who owns what, and the subtopology targets only through claims that
+Stateless quotas do not look at who owns what, and the subtopology targets only through claims that
 survive a cooperative move's second round: a preference for owners there could change between the two
 rounds (a giver shedding crowded tasks owns less than its quota in the second) and move tasks back and
 forth. With one subtopology an owner only sheds above its quota, so the preference holds.
@@ -21,7 +26,6 @@ forth. With one subtopology an owner only sheds above its quota, so the preferen
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import repeat
@@ -29,30 +33,63 @@ from typing import NamedTuple
 
 from .ownership import NO_OWNER
 from .spread import SubtopologyShares
+from .thread_balance import balanced_counts, load_spread, possible
 
 
-def capacity_quotas(n_tasks: int, capacities: Sequence[int], rank: Sequence[int], owned: Sequence[int]) -> list[int]:
+def capacity_quotas(
+    n_tasks: int,
+    capacities: Sequence[int],
+    rank: Sequence[int],
+    owned: Sequence[int],
+    sizes: Sequence[int] | None = None,
+) -> list[int]:
+    """Within the floor and ceil of each capacity share, as even per thread as they can be
+    (thread_balance.py); sizes: the pool's subtopology sizes when it has several."""
     total = sum(capacities)
-    quotas = [n_tasks * cap // total for cap in capacities]
-    leftover = n_tasks - sum(quotas)
-    if leftover:
-        fractional = [c for c in range(len(capacities)) if n_tasks * capacities[c] % total]
-        order = sorted(fractional, key=lambda c: (owned[c] <= quotas[c], -(n_tasks * capacities[c] % total), rank[c]))
-        for c in order[:leftover]:
-            quotas[c] += 1
+    floors = [n_tasks * cap // total for cap in capacities]
+    ceils = [-(-n_tasks * cap // total) for cap in capacities]
+    nothing = [0] * len(capacities)
+
+    def order(c: int, _count: int) -> tuple[bool, int, int]:
+        return (owned[c] <= floors[c], -(n_tasks * capacities[c] % total), rank[c])
+
+    quotas = balanced_counts(n_tasks, capacities, nothing, floors, ceils, order, sizes)
+    # Where capacities differ, several counts can be as even: what the owners run now, if it is one of
+    # them, stays (an unchanged group keeps its assignment).
+    if (
+        quotas != owned
+        and sum(owned) == n_tasks
+        and all(f <= o <= c for f, o, c in zip(floors, owned, ceils, strict=True))
+        and load_spread(owned, capacities, nothing) <= load_spread(quotas, capacities, nothing)
+        and possible(owned, sizes, capacities)
+    ):
+        return list(owned)
     return quotas
 
 
-def filling_quotas(n_tasks: int, capacities: Sequence[int], prior: Sequence[int], rank: Sequence[int]) -> list[int]:
-    """Water-filling over `prior` (each client's tasks from earlier pools)."""
-    quotas = [0] * len(capacities)
-    heap = [((prior[c] + 1) / cap, rank[c], c) for c, cap in enumerate(capacities)]
-    heapq.heapify(heap)
-    for _ in range(n_tasks):
-        _, r, c = heapq.heappop(heap)
-        quotas[c] += 1
-        heapq.heappush(heap, ((prior[c] + quotas[c] + 1) / capacities[c], r, c))
-    return quotas
+def subtopology_sizes(pool: Sequence[int], subtopology: Sequence[int]) -> list[int] | None:
+    """The pool's subtopology sizes, None when it has one subtopology."""
+    sizes = list(Counter(map(subtopology.__getitem__, pool)).values())
+    return sizes if len(sizes) > 1 else None
+
+
+def filling_quotas(
+    pool: Sequence[int],
+    subtopology: Sequence[int],
+    capacities: Sequence[int],
+    prior: Sequence[int],
+    rank: Sequence[int],
+) -> list[int]:
+    """Stateless quotas on top of `prior` (each client's tasks from earlier pools), see the module
+    docstring."""
+    total = sum(capacities)
+    sizes = subtopology_sizes(pool, subtopology)
+    every = sizes or [len(pool)]  # one subtopology: the pool
+    lo = [sum(size * cap // total for size in every) for cap in capacities]
+    hi = [sum(-(-size * cap // total) for size in every) for cap in capacities]
+    return balanced_counts(
+        len(pool), capacities, prior, lo, hi, lambda c, q: ((prior[c] + q + 1) / capacities[c], rank[c]), sizes
+    )
 
 
 class Kept(NamedTuple):

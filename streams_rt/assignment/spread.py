@@ -3,11 +3,12 @@ across clients: otherwise one client can end up with most partitions of one subt
 subtopology runs hot, so does the client.
 
 Client c's share of subtopology g of a pool is size(g) x weight(c) / total weight, the weight being
-its capacity (stateful tasks) or its quota of the pool (stateless tasks, whose quotas water-filling
-fixed, see quotas.py). It runs target(g, c) tasks of g, the floor or the ceil of that share, the
-targets adding up to each subtopology's size, and to each client's quota: given, or else within the
-floor and ceil of its weight share of the pool. Such roundings exist (matrix rounding), and placing
-every task within its target then never gets stuck.
+its capacity, in both pools (stateless tasks too: a stateless subtopology running hot loads its
+clients as much). It runs target(g, c) tasks of g, the floor or the ceil of that share, the targets
+adding up to each subtopology's size, and to each client's quota: given (quotas.py chooses quotas
+such targets exist for, see ceil_matching.py), or else within the floor and ceil of its weight share
+of the pool. Such roundings exist (matrix rounding), and placing every task within its target then
+never gets stuck.
 
 A client's floors leave it some ceils to take ("extras"); a subtopology hands out `size - floors`
 extras, at most one per client, to clients whose share is fractional. The extras are dealt

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Set
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from streams_rt.assignment import (
@@ -345,11 +345,11 @@ def check_standby_balance(
 def check_balance(
     tasks: list[TaskId], subs: list[ClientState], end: dict[TaskId, int], result: AssignmentResult
 ) -> None:
-    """Stateful tasks: every client within [floor, ceil] of its capacity share. All actives (per
-    thread): no stateless task could move to a client that would then run fewer per capacity unit than
-    its giver does now. Each subtopology: a client runs at most the ceil of its share of it, that share
-    being the subtopology's size times the client's part of the capacity (stateful tasks) or of the
-    stateless tasks (the stateless pool fills up what the stateful one left)."""
+    """Stateful tasks: every client within [floor, ceil] of its capacity share. Each subtopology,
+    stateful or stateless: a client runs the floor or the ceil of its capacity share of it (Kafka's
+    assignors spread every subtopology). All actives (per thread), with equal capacities: no stateless
+    task could move to a client that would then run fewer per capacity unit than its giver does now,
+    where both stay within their shares of the task's subtopology."""
     cap = {s.process_id: s.capacity for s in subs}
     total_cap = sum(cap.values())
     stateful = {pid: {t for t in a.active if t in end} for pid, a in result.clients.items()}
@@ -359,22 +359,34 @@ def check_balance(
         lo, hi = n_stateful * cap[pid] // total_cap, -(-n_stateful * cap[pid] // total_cap)
         assert lo <= len(load) <= hi, \
             f"{pid} (capacity {cap[pid]}) runs {len(load)} stateful tasks, share is {lo}..{hi}"
-    per_thread = {pid: len(a.active) / cap[pid] for pid, a in result.clients.items()}
+    # Per pool: a subtopology's stateful and stateless tasks are spread each on their own.
+    def key(t: TaskId) -> tuple[str | None, int, bool]:
+        return t.topology_name, t.subtopology, t in end
+
+    sizes = Counter(map(key, tasks))
+    held = {pid: Counter(map(key, a.active)) for pid, a in result.clients.items()}
+
+    def floor(sub: tuple[str | None, int, bool], pid: uuid.UUID) -> int:
+        return sizes[sub] * cap[pid] // total_cap
+
+    def ceil(sub: tuple[str | None, int, bool], pid: uuid.UUID) -> int:
+        return -(-sizes[sub] * cap[pid] // total_cap)
+
+    for pid, counts in held.items():
+        for sub in sizes:
+            assert floor(sub, pid) <= counts[sub] <= ceil(sub, pid), (
+                f"{pid} (capacity {cap[pid]}) runs {counts[sub]} tasks of subtopology {sub}, "
+                f"its share is {floor(sub, pid)}..{ceil(sub, pid)}"
+            )
+    if len(set(cap.values())) > 1:
+        return
     for giver, given in stateless.items():
-        if given:
+        for sub in set(map(key, given)):
+            if held[giver][sub] == floor(sub, giver):
+                continue
             for taker, a in result.clients.items():
-                after = (len(a.active) + 1) / cap[taker]
-                assert after >= per_thread[giver], (
-                    f"{taker} (capacity {cap[taker]}, {len(a.active)} actives) should take a stateless task from "
-                    f"{giver} (capacity {cap[giver]}, {len(result.clients[giver].active)} actives)"
-                )
-    pools: list[tuple[Mapping[uuid.UUID, Set[TaskId]], Callable[[uuid.UUID], int], int]] = [
-        (stateful, lambda pid: cap[pid], total_cap),
-        (stateless, lambda pid: len(stateless[pid]), len(tasks) - n_stateful),
-    ]
-    for pool, part, whole in pools:
-        subtopologies = Counter((t.topology_name, t.subtopology) for held in pool.values() for t in held)
-        for pid, held in pool.items():
-            for sub, count in Counter((t.topology_name, t.subtopology) for t in held).items():
-                most = -(-subtopologies[sub] * part(pid) // whole)
-                assert count <= most, f"{pid} runs {count} tasks of subtopology {sub}, its share is at most {most}"
+                if held[taker][sub] < ceil(sub, taker):
+                    assert len(a.active) + 1 >= len(result.clients[giver].active), (
+                        f"{taker} ({len(a.active)} actives) should take a stateless task of {sub} from "
+                        f"{giver} ({len(result.clients[giver].active)} actives)"
+                    )

@@ -248,6 +248,41 @@ def test_stateless_tasks_fill_up_the_clients_the_stateful_ones_left_short() -> N
     assert sorted(totals.values()) == [2, 2, 3, 3], totals
 
 
+def test_a_stateless_subtopology_spreads_by_capacity_even_where_the_stateful_pool_left_clients_short() -> None:
+    """9 equal clients, 24 stateful tasks (the first 3 clients run 2, the others 3, and keep them) and
+    one stateless subtopology of 27: each client runs exactly 3 of it. Filling up the short clients
+    first would give them 4 of it (a third more than their share when it runs hot)."""
+    full, light = [TaskId(0, p) for p in range(24)], [TaskId(1, p) for p in range(27)]
+    pids = [uuid.UUID(int=i + 1) for i in range(9)]
+    owned = [full[0:2], full[2:4], full[4:6], *(full[i : i + 3] for i in range(6, 24, 3))]
+    states = [running(pid, ts) for pid, ts in zip(pids, owned, strict=True)]
+    r = assign(full + light, states, {t: 0 for t in full}, AssignmentConfigs(), EAGER, 0)
+    assert [len(r.clients[pid].active & set(full)) for pid in pids] == [2, 2, 2, 3, 3, 3, 3, 3, 3]
+    assert [len(r.clients[pid].active & set(light)) for pid in pids] == [3] * 9
+
+
+@pytest.mark.parametrize("stateful", [True, False])
+def test_with_capacities_that_differ_the_threads_are_as_even_as_the_shares_allow(stateful: bool) -> None:
+    """18 tasks over capacities 1, 1, 2, 2, 3, 1, 3, 2, 2, 2, 1, 3 (23 threads). Floor and ceil of each
+    capacity share allow a one-thread client 0 tasks while a three-thread one runs 3 (1 per thread); as
+    even as they allow is 1 per thread on the small clients and 2 on the large ones (max - min 0.5, what
+    Kafka's assignor reaches). Both for a stateful pool and for stateless tasks, and it is a fixpoint."""
+    tasks = [TaskId(0, p) for p in range(18)]
+    end = {t: 0 for t in tasks} if stateful else {}
+    caps = [1, 1, 2, 2, 3, 1, 3, 2, 2, 2, 1, 3]
+    states = [ClientState(uuid.UUID(int=i + 1), capacity=cap) for i, cap in enumerate(caps)]
+    r = assign(tasks, states, end, AssignmentConfigs(), EAGER, 0)
+    per_thread = [len(r.clients[s.process_id].active) / s.capacity for s in states]
+    assert max(per_thread) - min(per_thread) == 0.5, per_thread
+    fed = [
+        ClientState(s.process_id, capacity=s.capacity,
+                    owned_active={t: 1 for t in r.clients[s.process_id].active},
+                    task_offset_sums={t: OFFSET_SUM_RUNNING_ACTIVE for t in r.clients[s.process_id].active})
+        for s in states
+    ]
+    assert assign(tasks, fed, end, AssignmentConfigs(), EAGER, 0).clients == r.clients
+
+
 def test_rack_aware_standbys_even_out_within_a_zone_after_a_client_joins_it() -> None:
     """Zones of 6, 4 and 2 clients, one standby that may not share its active's zone. A client joins
     zone a: its standbys (only of tasks active in b or c) come within one of the other zone-a clients'
