@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 from confluent_kafka import Consumer
@@ -64,6 +65,7 @@ class ProcessingSettings:
     exactly_once: bool
     cache_max_bytes: int
     deserialization_handler: DeserializationHandler
+    ownership_log: Path | None = None  # `task.ownership.log`: the audit file, if any
 
 
 def store_specs(topology: Topology, subtopology: int) -> list[StoreSpec]:

@@ -17,7 +17,6 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow.flight as flight
@@ -77,11 +76,8 @@ class HostSettings:
             exactly_once=config.get(PROCESSING_GUARANTEE) == EXACTLY_ONCE_V2,
             cache_max_bytes=config.get(STATESTORE_CACHE_MAX_BYTES),
             deserialization_handler=DeserializationHandler(config.get(DESERIALIZATION_EXCEPTION_HANDLER)),
+            ownership_log=config.get(TASK_OWNERSHIP_LOG),
         )
-
-    @property
-    def ownership_log(self) -> Path | None:
-        return self.config.get(TASK_OWNERSHIP_LOG)
 
 
 class TaskHost:
@@ -103,7 +99,7 @@ class TaskHost:
         self._changed = threading.Event()
         self._closing = threading.Event()
         self._generation = -1  # the member's, as last told to the listener; read without locks
-        log_path = settings.ownership_log
+        log_path = self._processing.ownership_log
         self._ownership = OwnershipLog(log_path, str(self.directory.process_id)) if log_path else None
         control = ControlPlaneSettings.from_config(settings.config)
         roots = control.client_root_certs()
