@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Message
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from streams_rt.kafka.records import offsets as record_offsets
@@ -55,6 +55,11 @@ class InputReader:
         self.consumer = consumer
         self._next: dict[TopicPartition, int] = {}  # where the partition's fetch position is
         self._held: dict[TopicPartition, list[Message]] = {}  # read past the last batch's end
+        # The partition's end as its last EOF event gave it: every committed record below it has
+        # been delivered. An EOF can arrive in the same poll as a batch's last record, after the
+        # batch ended; a later range below it that holds no record (transaction markers only)
+        # must then end at once, not wait for an event that already came.
+        self._eof: dict[TopicPartition, int] = {}
 
     def read(self, ranges: Mapping[TopicPartition, tuple[int, int]], chunk_records: int = CHUNK_RECORDS,
              timeout_s: float = 30.0) -> Iterator[dict[TopicPartition, list[Message]]]:
@@ -80,12 +85,13 @@ class InputReader:
                 self._seen.add(tp)
             self._next[tp] = end
             next_offset = (taken[-1].offset() or 0) + 1 if taken else start
-            if next_offset < end and len(taken) == len(held):
+            if next_offset < end and len(taken) == len(held) and self._eof.get(tp, -1) < end:
                 pending[tp] = (next_offset, end)
         yield from self._consume(pending, found, chunk_records, timeout_s)
 
     def _position(self, tp: TopicPartition, offset: int) -> None:
         partition = KafkaTopicPartition(tp.topic, tp.partition, offset)
+        self._eof.pop(tp, None)  # what was delivered before the seek is not kept
         if tp in self._next:
             self.consumer.incremental_unassign([partition])
         self.consumer.incremental_assign([partition])
@@ -113,6 +119,7 @@ class InputReader:
                 if error is not None:
                     if error.code() != KafkaError._PARTITION_EOF:
                         raise InputUnavailable(f"reading {tp} failed: {error}")
+                    self._eof[tp] = max(offset, self._eof.get(tp, -1))
                     if tp in pending and offset >= pending[tp][1]:
                         del pending[tp]  # the range ends in transaction markers: no record carries `end - 1`
                     continue
@@ -128,8 +135,7 @@ class InputReader:
                     del pending[tp]
                     continue
                 if tp not in self._seen and offset > start:
-                    log.warning("%s: records from %d to %d are gone from the topic (retention?); reading from %d",
-                                tp, start, offset - 1, offset)
+                    self._report_gap(tp, start, offset)
                 self._seen.add(tp)
                 found[tp].append(message)
                 if offset + 1 >= end:
@@ -149,8 +155,7 @@ class InputReader:
         first = bisect.bisect_left(offsets, start)
         cut = bisect.bisect_left(offsets, end)
         if tp not in self._seen and first < cut and offsets[first] > start:
-            log.warning("%s: records from %d to %d are gone from the topic (retention?); reading from %d",
-                        tp, start, offsets[first] - 1, offsets[first])
+            self._report_gap(tp, start, offsets[first])
         if first < cut:
             self._seen.add(tp)
         found[tp].extend(messages[first:cut])
@@ -159,6 +164,22 @@ class InputReader:
             del pending[tp]
         elif cut and offsets[cut - 1] + 1 >= end:
             del pending[tp]
+
+    def _report_gap(self, tp: TopicPartition, start: int, first: int) -> None:
+        """A range's first record comes after its start. Under read_committed that is mostly
+        transaction markers and aborted writes, which take offsets but are never delivered; only
+        when the partition now begins after `start` did retention remove records."""
+        try:
+            low, _ = self.consumer.get_watermark_offsets(KafkaTopicPartition(tp.topic, tp.partition), timeout=5.0,
+                                                         cached=False)
+        except KafkaException:
+            low = first  # cannot tell: say so
+        if low > start:
+            log.warning("%s: records from %d to %d are gone from the topic (retention?); reading from %d",
+                        tp, start, first - 1, first)
+        else:
+            log.debug("%s: offsets %d to %d hold no committed record (transaction markers or aborted writes)",
+                      tp, start, first - 1)
 
     def close(self) -> None:
         self.consumer.close()
