@@ -136,7 +136,12 @@ class ChangelogReader:
         return {p.tp: p.position for p in gone}
 
     def _assign(self, parts: Sequence[_Partition]) -> None:
-        self._consumer.incremental_assign([p.kafka() for p in parts])
+        """Assign and start fetching. The consumer keeps a partition's pause across unassign and
+        assign (a standby paused behind a restore, then promoted, comes back paused), so what is
+        assigned is resumed first; the standby rule then pauses what it must."""
+        partitions = [p.kafka() for p in parts]
+        self._consumer.incremental_assign(partitions)
+        self._consumer.resume(partitions)
         self._pause_standbys_while_restoring()
 
     def _pause_standbys_while_restoring(self) -> None:

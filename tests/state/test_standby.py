@@ -115,3 +115,36 @@ def test_promotion_reads_only_records_the_standby_missed(make_config: Callable[.
             assert dict(standby.kv_store("kv").all()) == {b"k%d" % i: b"v%d" % i for i in range(80)}
         finally:
             standby.close()
+
+
+def test_a_standby_paused_behind_a_restore_is_promoted_and_restores(make_config: Callable[..., StateConfig]) -> None:
+    """While one task restores, the reader pauses the standbys (restores first). Promoting such a
+    standby takes its partitions out and puts them back for its own restore: the consumer keeps a
+    partition's pause across that, so unless the reader resumes what it assigns, the restore waits
+    for ever (seen as `no progress for 60 s at offset 0` after a failover)."""
+    other = TaskId(0, 1)
+    writer_config, standby_config = make_config("w"), make_config("s")
+    ensure_changelog_topics(writer_config.bootstrap_servers,
+                            [s.changelog(writer_config.application_id) for s in SPECS], 2)
+    with StateHost(writer_config) as writer_host, StateHost(standby_config) as host:
+        for task in (TASK, other):
+            active = writer_host.active(task, SPECS)
+            for i in range(50):
+                active.kv_store("kv").put(b"k%d" % i, b"%s-%d" % (str(task).encode(), i))
+            active.commit()
+            active.close()
+        standby = host.standby(TASK, SPECS)  # follows, from offset 0
+        restoring = host.task(other, SPECS)
+        restoring.open_active()  # a restore starts: the standby's partitions are paused
+        updater = StateUpdater(host.reader, standby_config.commit_interval_ms)
+        try:
+            standby.promote()  # its partitions out and in again, for its restore; the other still restores
+            deadline = time.monotonic() + 20
+            while standby.mode is not Mode.ACTIVE or restoring.mode is not Mode.ACTIVE:
+                assert time.monotonic() < deadline, f"restores stuck: {host.reader.restore_progress()}"
+                updater.poll(int(time.monotonic() * 1000), 0.1)
+            assert dict(standby.kv_store("kv").all()) == {b"k%d" % i: b"0_0-%d" % i for i in range(50)}
+            assert dict(restoring.kv_store("kv").all()) == {b"k%d" % i: b"0_1-%d" % i for i in range(50)}
+        finally:
+            standby.close()
+            restoring.close()
