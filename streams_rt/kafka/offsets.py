@@ -15,9 +15,10 @@ from streams_rt.kafka.watermarks import RETRIABLE
 from streams_rt.protocol import TopicPartition
 
 # librdkafka's list_offsets answers _NOENT ("Failed to query partition leaders: No leaders found")
-# while a topic created a moment ago has no leader in the client's cached metadata: the same
-# "settling" case, except that the cache is refreshed only when asked for (below).
-LIST_OFFSETS_RETRIABLE = RETRIABLE | {KafkaError._NOENT}
+# while a topic created a moment ago has no leader in the client's cached metadata, and the broker
+# UNKNOWN_LEADER_EPOCH while its new leader's epoch has not reached it: the same "settling" case,
+# except that the client's cache is refreshed only when asked for (below).
+LIST_OFFSETS_RETRIABLE = RETRIABLE | {KafkaError._NOENT, KafkaError.UNKNOWN_LEADER_EPOCH}
 
 
 def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeout_s: float = 30.0,
