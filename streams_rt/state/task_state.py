@@ -357,12 +357,14 @@ class TaskState:
             self._reader.remove(self.task)
             for store in self._stores.values():
                 store.close()
-            if self._writer is not None:
-                self._writer.close(discard=not committed)
-                self._writer = None
-            if self._lock is not None:
-                self._lock.release()
-                self._lock = None
+            try:
+                if self._writer is not None:
+                    self._writer.close(discard=not committed)
+                    self._writer = None
+            finally:
+                if self._lock is not None:  # whatever the producer did: a task left locked never reopens
+                    self._lock.release()
+                    self._lock = None
 
 
 def _offset_and_data(store: StateStore) -> tuple[int | None, bool]:
