@@ -5,7 +5,7 @@ application's results from what was produced rather than from what the applicati
 Two shapes: `smoke` (a few keys, many values each, every key's values in a shuffled order) and
 `random` (many keys, a few values each). Values are positive, so under at_least_once a replayed
 record can only raise a sum or a count: a result below the reference means a lost record.
-Timestamps rise with every record, so no window ever sees a late record.
+Timestamps start now and rise with every record, so no window ever sees a late record.
 
 The producer is idempotent with acks=all: a broker bounce while producing neither loses nor
 duplicates input, so every difference the verifier finds is the application's.
@@ -28,8 +28,13 @@ from confluent_kafka import KafkaError, Message, Producer
 from streams_rt.topology import Serdes
 
 I64 = Serdes.int64()
-BASE_TIMESTAMP_MS = 1_700_000_000_000
 TIMESTAMP_STEP_MS = 7  # about 1,400 records per 10-second window
+
+
+def base_timestamp_ms() -> int:
+    """Now, to the second: records stamped far in the past would be deleted by the broker's
+    time-based retention (7 days by default) as soon as their segment rolls, input and output alike."""
+    return int(time.time()) * 1000
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,7 @@ class Driver:
     duration_s: float = 0.0
     produced: list[Produced] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    base_timestamp: int = field(default_factory=base_timestamp_ms)
 
     def __post_init__(self) -> None:
         self._thread = threading.Thread(target=self._run, name="fault-driver", daemon=True)
@@ -105,7 +111,7 @@ class Driver:
         pace = self.duration_s / max(1, len(self.records))
         try:
             for number, (key, value) in enumerate(self.records):
-                record = Produced(key, value, BASE_TIMESTAMP_MS + number * TIMESTAMP_STEP_MS)
+                record = Produced(key, value, self.base_timestamp + number * TIMESTAMP_STEP_MS)
                 sent[number] = record
                 while True:
                     try:

@@ -9,10 +9,11 @@ import pytest
 from tests.faults.conftest import Runs
 from tests.faults.harness import SummaryRow
 
-pytestmark = [pytest.mark.broker, pytest.mark.faults_short]
+pytestmark = pytest.mark.broker
 
 
-@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+@pytest.mark.parametrize("guarantee", [pytest.param("at_least_once", marks=pytest.mark.faults),
+                                       pytest.param("exactly_once_v2", marks=pytest.mark.faults_short)])
 def test_a_clean_run_equals_the_reference(runs: Runs, summary: list[SummaryRow], guarantee: str) -> None:
     run = runs.start(guarantee, duration_s=5.0)
     run.settle(hosts=3)

@@ -9,14 +9,14 @@ from collections.abc import Mapping
 
 import pytest
 
-from tests.faults.driver import BASE_TIMESTAMP_MS, Produced, random_workload, smoke_workload
+from tests.faults.driver import Produced, random_workload, smoke_workload
 from tests.faults.verifier import StateKey, StateSource, reference_updates, verify
 
 pytestmark = pytest.mark.faults_short
 
 
 def produced(records: list[tuple[str, int]]) -> list[Produced]:
-    return [Produced(k, v, BASE_TIMESTAMP_MS + i * 7) for i, (k, v) in enumerate(records)]
+    return [Produced(k, v, 1_700_000_000_000 + i * 7) for i, (k, v) in enumerate(records)]
 
 
 PRODUCED = produced(smoke_workload(5, 40) + random_workload(50, 200))

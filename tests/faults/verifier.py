@@ -15,12 +15,13 @@ another `StateSource` with the same shape, compared the same way.
 from __future__ import annotations
 
 import operator
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -56,29 +57,32 @@ def reference_updates(produced: Iterable[Produced]) -> dict[str, dict[StateKey, 
     return {name: dict(by_key) for name, by_key in updates.items()}
 
 
-def read_topic(bootstrap: str, topic: str, windowed: bool = False) -> dict[StateKey, list[int]]:
-    """Every record of `topic` (read_committed, from the beginning to the end), values per key in
-    offset order."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "fault-verifier", "enable.auto.commit": False,
-                         "isolation.level": "read_committed", "enable.partition.eof": True})
+def read_topic(bootstrap: str, topic: str, windowed: bool = False, timeout_s: float = 60.0,
+               ) -> dict[StateKey, list[int]]:
+    """Every record of `topic` (read_committed, from the beginning to each partition's last stable
+    offset), values per key in offset order."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    partitions = sorted(admin.list_topics(topic, timeout=30).topics[topic].partitions)
+    ends = end_offsets(admin, [TopicPartition(topic, p) for p in partitions], read_committed=True)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"fault-verifier-{topic}",
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
     try:
-        metadata = consumer.list_topics(topic, timeout=30).topics[topic]
-        partitions = sorted(metadata.partitions)
-        consumer.assign([KafkaTopicPartition(topic, p, 0) for p in partitions])
+        wanted = [KafkaTopicPartition(topic, p, 0) for p in partitions if ends[TopicPartition(topic, p)] > 0]
+        consumer.assign(wanted)
         out: dict[StateKey, list[int]] = defaultdict(list)
-        at_end: set[int] = set()
-        while len(at_end) < len(partitions):
-            message = consumer.poll(30)
-            if message is None:
-                raise TimeoutError(f"reading {topic} stalled with partitions {sorted(at_end)} of {partitions} done")
-            error = message.error()
-            if error is not None:
-                if error.code() != KafkaError._PARTITION_EOF:
+        deadline = time.monotonic() + timeout_s
+        while wanted:
+            message = consumer.poll(1.0)
+            if message is not None:
+                error = message.error()
+                if error is not None:
                     raise RuntimeError(f"reading {topic}: {error}")
-                at_end.add(message.partition() or 0)
-                continue
-            at_end.discard(message.partition() or 0)
-            out[_decode_key(message.key(), windowed)].append(_decode_value(message.value()))
+                out[_decode_key(message.key(), windowed)].append(_decode_value(message.value()))
+            positions = consumer.position(wanted)
+            wanted = [tp for tp in positions if tp.offset < ends[TopicPartition(topic, tp.partition)]]
+            if wanted and time.monotonic() > deadline:
+                raise TimeoutError(f"reading {topic}: {len(wanted)} partitions short of their ends {ends} "
+                                   f"after {timeout_s} s")
         return dict(out)
     finally:
         consumer.close()
