@@ -191,7 +191,11 @@ class TaskState:
     def _open_stores(self) -> None:
         """Lock the task directory and create its stores (closed); a corrupt checkpoint file (or a
         FIFO or other special file in its place) is logged and removed: the stores' own offsets say
-        what they hold. A directory in its place is a StatePathError."""
+        what they hold. A directory in its place is a StatePathError. A task with no directory yet
+        (new here, or its directory deleted) says so: its whole state comes from the changelogs."""
+        if not (self.directory.root / str(self.task)).exists():
+            log.info("task %s: no state on disk (no task directory); restoring its stores from the changelogs",
+                     self.task)
         self._lock = self.directory.lock_task(self.task)
         task_dir = self._lock.directory
         rocksdb = self.config.rocksdb
