@@ -75,8 +75,8 @@ class InputReader:
             if self._next.get(tp) != start:
                 self._position(tp, start)
                 held = []
-            elif held and (held[0].offset() or 0) != start:
-                held = []  # never: what is held starts where the last batch ended
+            elif held and (held[0].offset() or 0) < start:
+                held = []  # never: what is held was read at or past where the last batch ended
             taken = [m for m in held if (m.offset() or 0) < end]
             if len(taken) < len(held):
                 self._held[tp] = held[len(taken):]

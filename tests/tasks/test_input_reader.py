@@ -65,6 +65,21 @@ def test_a_range_of_only_transaction_markers_ends_at_once(kafka_broker: BrokerIn
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # markers are not lost records
 
 
+def test_records_read_past_a_batch_that_ends_at_a_marker_are_kept_for_the_next(
+        kafka_broker: BrokerInfo, reader: InputReader) -> None:
+    """[0, 3) records, 3 a marker, [4, 6) records, 6 a marker, all there before the first read. The
+    read of [0, 3) fetches past its end: 4 and 5 are kept, and the partition's end seen. The next
+    range starts at the marker (3): what is kept starts after it, and must be used, not dropped (a
+    drop lost 4 and 5 once the end had been seen)."""
+    topic = f"held-{uuid.uuid4().hex[:8]}"
+    create_topic(kafka_broker.bootstrap_servers, topic)
+    transactions(kafka_broker.bootstrap_servers, topic, 3, 2)
+    tp = TopicPartition(topic, 0)
+    time.sleep(0.5)
+    assert offsets_read(reader, tp, 0, 3) == [0, 1, 2]
+    assert offsets_read(reader, tp, 3, 7) == [4, 5]
+
+
 def test_records_removed_by_retention_are_reported(kafka_broker: BrokerInfo, reader: InputReader,
                                                    caplog: pytest.LogCaptureFixture) -> None:
     topic = f"retention-{uuid.uuid4().hex[:8]}"
