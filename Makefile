@@ -7,7 +7,7 @@ KAFKA_LIBS := jvm/target/kafka-libs
 JARS_STAMP := $(KAFKA_LIBS)/.resolved
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint venv jars docs clean
+.PHONY: demo test test-faults lint venv jars docs clean
 
 venv: $(VENV_STAMP)
 
@@ -33,8 +33,13 @@ lint: venv
 	@$(VENV)/bin/ruff check . || { echo "make: ruff found the problems above ('.venv/bin/ruff check --fix .' fixes some)"; exit 1; }
 	@$(VENV)/bin/mypy || { echo "make: mypy found the type errors above"; exit 1; }
 
+# The fault suite's long forms (marker `faults`) run in `make test-faults` only; its short forms
+# (`faults_short`) run in both. Each prints the suite's summary at the end.
 test: venv lint jars
-	$(VENV_PY) -m pytest $(PYTEST_ARGS)
+	$(VENV_PY) -m pytest -m "not faults" $(PYTEST_ARGS)
+
+test-faults: venv lint jars
+	$(VENV_PY) -m pytest -m "faults or faults_short" $(PYTEST_ARGS) tests/faults
 
 demo: venv jars
 	$(VENV_PY) examples/word_count.py

@@ -7,12 +7,18 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from confluent_kafka import IsolationLevel, KafkaException
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from streams_rt.kafka.watermarks import RETRIABLE
 from streams_rt.protocol import TopicPartition
+
+# librdkafka's list_offsets answers _NOENT ("Failed to query partition leaders: No leaders found")
+# while a topic created a moment ago has no leader in the client's cached metadata, and the broker
+# UNKNOWN_LEADER_EPOCH while its new leader's epoch has not reached it: the same "settling" case,
+# except that the client's cache is refreshed only when asked for (below).
+LIST_OFFSETS_RETRIABLE = RETRIABLE | {KafkaError._NOENT, KafkaError.UNKNOWN_LEADER_EPOCH}
 
 
 def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeout_s: float = 30.0,
@@ -29,9 +35,10 @@ def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeou
         try:
             return {TopicPartition(k.topic, k.partition): f.result().offset for k, f in futures.items()}
         except KafkaException as exc:
-            if exc.args[0].code() not in RETRIABLE or time.monotonic() > deadline:
+            if exc.args[0].code() not in LIST_OFFSETS_RETRIABLE or time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+            admin.list_topics(timeout=max(1.0, deadline - time.monotonic()))  # a metadata request: fresh leaders
 
 
 def committed_or_earliest(admin: AdminClient, group: str, partitions: Iterable[TopicPartition],

@@ -221,10 +221,18 @@ class ChangelogWriter:
         garbage collector). A dirty close discards: the stores dropped those writes, sending them
         anyway would only duplicate them, and with the broker gone a flush would block."""
         if self._producer is not None:
-            if discard:
-                self._producer.purge()
-                self._producer.poll(0)  # serve the purged records' delivery reports
-            else:
-                self._producer.flush(self._timeout_s)
-            self._producer.close()
-            self._producer = None
+            try:
+                if discard:
+                    self._producer.purge()
+                    self._producer.poll(0)  # serve the purged records' delivery reports
+                else:
+                    self._producer.flush(self._timeout_s)
+            except KafkaException as exc:
+                if not discard:
+                    raise
+                # A fenced producer (a newer owner took the task over) raises its fatal error from
+                # every call: nothing of it is kept, so the dirty close goes on to release the task.
+                log.warning("changelog producer: %s; dropping it", exc)
+            finally:
+                self._producer.close()
+                self._producer = None

@@ -204,7 +204,11 @@ class TaskState:
     def _open_stores(self) -> None:
         """Lock the task directory and create its stores (closed); a corrupt checkpoint file (or a
         FIFO or other special file in its place) is logged and removed: the stores' own offsets say
-        what they hold. A directory in its place is a StatePathError."""
+        what they hold. A directory in its place is a StatePathError. A task with no directory yet
+        (new here, or its directory deleted) says so: its whole state comes from the changelogs."""
+        if not (self.directory.root / str(self.task)).exists():
+            log.info("task %s: no state on disk (no task directory); restoring its stores from the changelogs",
+                     self.task)
         self._lock = self.directory.lock_task(self.task)
         task_dir = self._lock.directory
         rocksdb = self.config.rocksdb
@@ -386,12 +390,14 @@ class TaskState:
                 self._reader.remove(self.task)
                 for store in self._stores.values():
                     store.close()
-            if self._writer is not None:
-                self._writer.close(discard=not committed)
-                self._writer = None
-            if self._lock is not None:
-                self._lock.release()
-                self._lock = None
+            try:
+                if self._writer is not None:
+                    self._writer.close(discard=not committed)
+                    self._writer = None
+            finally:
+                if self._lock is not None:  # whatever the producer did: a task left locked never reopens
+                    self._lock.release()
+                    self._lock = None
 
 
 def _offset_and_data(store: StateStore) -> tuple[int | None, bool]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pyarrow.flight as flight
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from streams_rt.config import StreamsConfig
 from streams_rt.config.registry import (
@@ -53,6 +53,8 @@ from streams_rt.tasks.task import Ranges, Refusal
 from streams_rt.topology import Topology, TopologyLayout
 
 log = logging.getLogger(__name__)
+# A producer fenced by a newer one with its transactional.id (librdkafka's local code, the broker's).
+FENCED = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
 
 REPORT_INTERVAL_S = 0.5
 # How often the state thread reads the changelogs' ends for the standbys' lags that readers see
@@ -337,6 +339,14 @@ class TaskHost:
         except StoreCorrupted as e:
             self._state.call(functools.partial(self._reopen_corrupted, e))
             raise BatchError(Refusal.RESTORING.value, f"task {request.task}: {e}; restoring it") from None
+        except KafkaException as e:
+            if e.args[0].code() not in FENCED:
+                log.exception("task %s: batch failed", request.task)
+                raise BatchError("FAILED", f"task {request.task}: {type(e).__name__}: {e}") from None
+            # A newer owner's transactional producer fenced this one (Kafka Streams' TaskMigratedException):
+            # this host lost the task without knowing yet (its session expired); the caller asks the owner.
+            log.warning("task %s: fenced by a newer owner of the task (%s); refusing the batch", request.task, e)
+            raise BatchError(Refusal.NOT_OWNER.value, f"task {request.task} has a newer owner: {e}") from None
         except Exception as e:  # the batch was rolled back; the caller sees why, the host goes on
             log.exception("task %s: batch failed", request.task)
             raise BatchError("FAILED", f"task {request.task}: {type(e).__name__}: {e}") from None
