@@ -7,7 +7,9 @@ input partitions, every update to an output topic, state in RocksDB everywhere. 
 its own processes with two cores' worth of parallelism (local[2], two stream threads, two Quix
 processes); its output is checked against the expected totals of every key before any figure of it
 is printed. Figures: sustained throughput (records/s from the first output burst to the last output,
-broker clock) and peak RSS of all its processes (sampled every 0.5 s).
+broker clock) and peak RSS of all its processes (sampled every 0.5 s); latency p50/p99 at half
+streams_rt's throughput (bench/peers/latency.py); restore of a 5M-record changelog, 1 task and 8, ours
+against Kafka Streams' own (bench/peers/restore.py).
 
     python bench/peers/run.py [--records 10000000] [--keys 100000] [--systems streams_rt,Quix Streams]
 
@@ -28,6 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from bench.peers import restore  # noqa: E402
 from bench.peers.latency import Feed, LatencyTracker, feed  # noqa: E402
 from bench.peers.processes import SystemProcesses  # noqa: E402
 from bench.peers.report import BASELINE, Figure, Results, chart, table  # noqa: E402
@@ -43,6 +46,8 @@ TARGETS = [
     ("Spark transformWithStateInPandas", THROUGHPUT, 2.0),
     ("Quix Streams", THROUGHPUT, 1.0),
     ("Kafka Streams", THROUGHPUT, 1 / 3),
+    ("Kafka Streams", "restore, 1 task", 1.5),
+    ("Kafka Streams", "restore, 8 tasks", 1.5),
 ]
 
 
@@ -102,6 +107,17 @@ def measure_latency(system: System, run: Run, keys: int, rate: float, seconds: f
     results.add(Figure(system.name, LATENCY_P99, p99, "ms", higher_is_better=False))
 
 
+def measure_restore(bootstrap: str, records: int, tasks: int, results: Results) -> None:
+    """Restore figures (records/s): ours with the deferred compaction counted, Kafka Streams' own."""
+    print(f"{time.strftime('%H:%M:%S')} restore of {records:,} records, {tasks} task(s) ...", file=sys.stderr)
+    mine, theirs = restore.side_by_side(bootstrap, records, tasks)
+    name = f"restore, {tasks} task{'s' if tasks > 1 else ''}"
+    results.add(Figure(BASELINE, name, records / mine["compacted_seconds"], "records/s",
+                       note=f"ready {mine['seconds']:.1f} s, compaction done {mine['compacted_seconds']:.1f} s"))
+    results.add(Figure("Kafka Streams", name, records / theirs["restore_seconds"], "records/s",
+                       note=f"restore {theirs['restore_seconds']:.1f} s, RUNNING after {theirs['seconds']:.1f} s"))
+
+
 def _tail(log: Path, lines: int = 30) -> list[str]:
     try:
         return log.read_text(errors="replace").splitlines(keepends=True)[-lines:]
@@ -117,6 +133,8 @@ def main() -> None:
     parser.add_argument("--bootstrap", help="an existing broker; default: start a dev broker")
     parser.add_argument("--latency-seconds", type=float, default=30.0,
                         help="timed seconds of input at half streams_rt's throughput (0: no latency figures)")
+    parser.add_argument("--restore-records", type=int, default=5_000_000,
+                        help="changelog records for the restore figures (bench/peers/restore.py; 0: none)")
     parser.add_argument("--chart", type=Path, default=CHART)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -143,6 +161,9 @@ def main() -> None:
                 run = Run(bootstrap, f"peers-latency-input-{i}-{stamp}", f"peers-latency-output-{i}-{stamp}",
                           work / f"latency-{i}", int(ours * 5))  # no cap in practice: all that is there
                 measure_latency(system, run, args.keys, ours / 2, args.latency_seconds, results)
+        if args.restore_records > 0 and {BASELINE, "Kafka Streams"} <= {s.name for s in wanted}:
+            for tasks in (1, 8):
+                measure_restore(bootstrap, args.restore_records, tasks, results)
     load = os.getloadavg()
     print(f"per-key count and sum over {args.records:,} records ({args.keys:,} keys, 4 partitions, batches of up to "
           f"1/20 of the input; cpus={os.cpu_count()}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})")

@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 APPS = REPO / "bench" / "peers" / "apps"
 KSTREAMS_BUILD = REPO / "build" / "peers-kstreams"
 KAFKA_STREAMS_VERSION = "4.1.1"  # bench/peers/kstreams/pom.xml
+QUIET_JAVA = "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"  # Kafka's INFO lines would flood the logs
 QUIX_PYTHON = REPO / "build" / "peers-quix" / "bin" / "python"  # its own venv: see pyproject.toml's `bench`
 
 
@@ -48,7 +49,7 @@ def _streams_rt(run: Run) -> list[list[str]]:
 
 def _kafka_streams(run: Run) -> list[list[str]]:
     classpath = f"{KSTREAMS_BUILD / 'peers-kstreams-1.jar'}:{KSTREAMS_BUILD / 'libs'}/*"
-    return [["java", "-Xmx1g", "-cp", classpath, "peers.CountSum", run.bootstrap, run.source, run.sink,
+    return [["java", "-Xmx1g", QUIET_JAVA, "-cp", classpath, "peers.CountSum", run.bootstrap, run.source, run.sink,
              f"peers-kstreams-{uuid.uuid4().hex[:6]}", str(run.work / "state"), "2", "0"]]
 
 
