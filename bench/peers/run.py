@@ -8,7 +8,8 @@ its own processes with two cores' worth of parallelism (local[2], two stream thr
 processes); its output is checked against the expected totals of every key before any figure of it
 is printed. Figures: sustained throughput (records/s from the first output burst to the last output,
 broker clock) and peak RSS of all its processes (sampled every 0.5 s); latency p50/p99 at half
-streams_rt's throughput (bench/peers/latency.py); restore of a 5M-record changelog, 1 task and 8, ours
+streams_rt's throughput (bench/peers/latency.py); failover, a worker killed mid-stream, with one standby
+and without (bench/peers/failover.py); restore of a 5M-record changelog, 1 task and 8, ours
 against Kafka Streams' own (bench/peers/restore.py).
 
     python bench/peers/run.py [--records 10000000] [--keys 100000] [--systems streams_rt,Quix Streams]
@@ -30,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from bench.peers import restore  # noqa: E402
+from bench.peers import failover, restore  # noqa: E402
 from bench.peers.latency import Feed, LatencyTracker, feed  # noqa: E402
 from bench.peers.processes import SystemProcesses  # noqa: E402
 from bench.peers.report import BASELINE, Figure, Results, chart, table  # noqa: E402
@@ -41,6 +42,7 @@ from bench.processing import bench_workspace  # noqa: E402
 CHART = REPO / "bench" / "results" / "peers.png"
 THROUGHPUT, RSS, LATENCY_P50, LATENCY_P99 = "throughput", "peak RSS", "latency p50", "latency p99"
 LATENCY_CATCH_UP_S = 60.0
+FAILOVER_STANDBY, FAILOVER_NO_STANDBY = "failover, 1 standby", "failover, no standby"
 # (system, figure, streams_rt's advantage it must reach): issue 19's targets.
 TARGETS = [
     ("Spark transformWithStateInPandas", THROUGHPUT, 2.0),
@@ -107,6 +109,17 @@ def measure_latency(system: System, run: Run, keys: int, rate: float, seconds: f
     results.add(Figure(system.name, LATENCY_P99, p99, "ms", higher_is_better=False))
 
 
+def measure_failover(case: failover.Failover, run: Run, keys: int, rate: float, seconds: float,
+                     results: Results) -> None:
+    label = "no standbys" if case.standbys is None else f"num.standby.replicas={case.standbys}"
+    print(f"{time.strftime('%H:%M:%S')} {case.system}: failover ({label}) at {rate:,.0f} records/s ...",
+          file=sys.stderr)
+    worst, note = failover.measure(case, run, keys, rate, seconds)
+    name = FAILOVER_STANDBY if case.standbys == 1 else FAILOVER_NO_STANDBY
+    results.add(Figure(case.system, name, worst, "ms", higher_is_better=False,
+                       note=note if case.standbys is not None else f"{note}; it has no standbys"))
+
+
 def measure_restore(bootstrap: str, records: int, tasks: int, results: Results) -> None:
     """Restore figures (records/s): ours with the deferred compaction counted, Kafka Streams' own."""
     print(f"{time.strftime('%H:%M:%S')} restore of {records:,} records, {tasks} task(s) ...", file=sys.stderr)
@@ -133,6 +146,8 @@ def main() -> None:
     parser.add_argument("--bootstrap", help="an existing broker; default: start a dev broker")
     parser.add_argument("--latency-seconds", type=float, default=30.0,
                         help="timed seconds of input at half streams_rt's throughput (0: no latency figures)")
+    parser.add_argument("--failover-seconds", type=float, default=30.0,
+                        help="timed seconds of input for the failover figures (0: none)")
     parser.add_argument("--restore-records", type=int, default=5_000_000,
                         help="changelog records for the restore figures (bench/peers/restore.py; 0: none)")
     parser.add_argument("--chart", type=Path, default=CHART)
@@ -161,6 +176,12 @@ def main() -> None:
                 run = Run(bootstrap, f"peers-latency-input-{i}-{stamp}", f"peers-latency-output-{i}-{stamp}",
                           work / f"latency-{i}", int(ours * 5))  # no cap in practice: all that is there
                 measure_latency(system, run, args.keys, ours / 2, args.latency_seconds, results)
+        if args.failover_seconds > 0 and ours is not None and ours == ours:
+            names = {s.name for s in wanted}
+            for i, case in enumerate(f for f in failover.FAILOVERS if f.system in names):
+                run = Run(bootstrap, f"peers-failover-input-{i}-{stamp}", f"peers-failover-output-{i}-{stamp}",
+                          work / f"failover-{i}", int(ours * 5))
+                measure_failover(case, run, args.keys, ours / 2, args.failover_seconds, results)
         if args.restore_records > 0 and {BASELINE, "Kafka Streams"} <= {s.name for s in wanted}:
             for tasks in (1, 8):
                 measure_restore(bootstrap, args.restore_records, tasks, results)
@@ -176,6 +197,9 @@ def main() -> None:
         ratio = results.ratio(figure) if figure is not None else None
         if ratio is not None:
             print(f"ratio {ratio:.2f} target {goal:.2f}  ({name}: streams_rt / {peer})")
+    with_standby, without = results.value(BASELINE, FAILOVER_STANDBY), results.value(BASELINE, FAILOVER_NO_STANDBY)
+    if with_standby and without and with_standby == with_standby and without == without:
+        print(f"ratio {without / with_standby:.2f} target 5.00  (failover: streams_rt without a standby / with one)")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from tqdm import tqdm
@@ -95,9 +95,13 @@ class OutputWatch:
         self._consumer.assign([KafkaTopicPartition(self.topic, p, 0) for p in range(PARTITIONS)])
 
     def end_offset(self) -> int:
-        """Total records in the output topic (a cheap look, without reading them)."""
-        return sum(self._consumer.get_watermark_offsets(KafkaTopicPartition(self.topic, p), timeout=10)[1]
-                   for p in range(PARTITIONS))
+        """Total records in the output topic (a cheap look, without reading them); -1 while the broker
+        cannot tell yet (a topic just created: its leaders not yet known)."""
+        try:
+            return sum(self._consumer.get_watermark_offsets(KafkaTopicPartition(self.topic, p), timeout=10)[1]
+                       for p in range(PARTITIONS))
+        except KafkaException:
+            return -1
 
     def drain(self) -> None:
         """Read up to the current end of every partition."""
