@@ -22,7 +22,7 @@ from pathlib import Path
 
 from bench.peers.latency import WARM_UP_S, Feed, LatencyTracker, feed
 from bench.peers.processes import SystemProcesses, descendants
-from bench.peers.systems import APPS, KSTREAMS_BUILD, QUIET_JAVA, QUIX_PYTHON, Run
+from bench.peers.systems import APPS, KSTREAMS_BUILD, QUIET_JAVA, QUIX_PYTHON, Run, environment
 from bench.peers.workload import OutputWatch, create_topics, wait_for_output
 
 KILL_AFTER_S = 10.0  # into the timed part of the feed
@@ -90,10 +90,9 @@ def measure(failover: Failover, run: Run, keys: int, rate: float, seconds: float
     NaN when the output is wrong or incomplete."""
     run.work.mkdir(parents=True)
     create_topics(run.bootstrap, run.source, [run.sink])
-    env = {**os.environ, "PYTHONPATH": str(APPS.parents[2])}
     feed_state = Feed(keys)
     tracker = LatencyTracker(feed_state)
-    procs = SystemProcesses(failover.commands(run), env, run.work / "system.log")
+    procs = SystemProcesses(failover.commands(run), environment(), run.work / "system.log")
     watch = OutputWatch(run.bootstrap, run.sink, on_output=tracker)
     killed: list[float] = []
 

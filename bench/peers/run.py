@@ -35,7 +35,7 @@ from bench.peers import failover, restore  # noqa: E402
 from bench.peers.latency import Feed, LatencyTracker, feed  # noqa: E402
 from bench.peers.processes import SystemProcesses  # noqa: E402
 from bench.peers.report import BASELINE, Figure, Results, chart, table  # noqa: E402
-from bench.peers.systems import SYSTEMS, Run, System  # noqa: E402
+from bench.peers.systems import SYSTEMS, Run, System, environment  # noqa: E402
 from bench.peers.workload import Expected, OutputWatch, create_topics, produce, wait_for_output  # noqa: E402
 from bench.processing import bench_workspace  # noqa: E402
 
@@ -56,18 +56,17 @@ TARGETS = [
 def measure(system: System, run: Run, expected: Expected, timeout_s: float, results: Results) -> None:
     """Run one system until its output is right for every key; add its figures (NaN when wrong)."""
     run.work.mkdir(parents=True)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     print(f"{time.strftime('%H:%M:%S')} {system.name} ...", file=sys.stderr)
-    procs = SystemProcesses(system.commands(run), env, run.work / "system.log")
+    procs = SystemProcesses(system.commands(run), environment(), run.work / "system.log")
     watch = OutputWatch(run.bootstrap, run.sink)
     try:
         verified = wait_for_output(watch, expected, timeout_s, procs.running)
+        reason = "exited" if not procs.running() else f"not done after {timeout_s:.0f} s"
     finally:
         procs.stop()
         watch.close()
     wrong = watch.mismatches(expected)
     if not verified:
-        reason = "exited" if not procs.running() else f"not done after {timeout_s:.0f} s"
         keys = sum(1 for c in expected.counts if c)
         print(f"  {system.name}: output WRONG or incomplete ({reason}): {wrong:,} of {keys:,} keys differ, "
               f"{watch.outputs:,} outputs; log: {run.work / 'system.log'}", file=sys.stderr)
@@ -85,11 +84,10 @@ def measure_latency(system: System, run: Run, keys: int, rate: float, seconds: f
     note, when its output is wrong or it fell behind: not every timed record came out in time)."""
     run.work.mkdir(parents=True)
     create_topics(run.bootstrap, run.source, [run.sink])
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     print(f"{time.strftime('%H:%M:%S')} {system.name}: latency at {rate:,.0f} records/s ...", file=sys.stderr)
     feed_state = Feed(keys)
     tracker = LatencyTracker(feed_state)
-    procs = SystemProcesses(system.commands(run), env, run.work / "system.log")
+    procs = SystemProcesses(system.commands(run), environment(), run.work / "system.log")
     watch = OutputWatch(run.bootstrap, run.sink, on_output=tracker)
     try:
         ready = feed(run.bootstrap, run.source, feed_state, rate, seconds, lambda: watch.end_offset() > 0)

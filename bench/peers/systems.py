@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import subprocess
 import sys
 import uuid
@@ -40,6 +41,12 @@ class System:
     version: Callable[[], str]
     commands: Callable[[Run], list[list[str]]]
     share: int = 1
+
+
+def environment() -> dict[str, str]:
+    """The systems' environment: ours, with the repository importable (the apps and the task hosts
+    import bench.peers.apps.* by name)."""
+    return {**os.environ, "PYTHONPATH": str(REPO)}
 
 
 def _streams_rt(run: Run) -> list[list[str]]:
