@@ -78,20 +78,24 @@ def chart(results: Results, title: str, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     names = list(dict.fromkeys(f.name for f in results.figures))
-    fig, axes = plt.subplots(1, len(names), figsize=(6 * len(names), 5.5), squeeze=False)
-    for ax, name in zip(axes[0], names, strict=True):
+    columns = min(3, len(names))
+    rows = -(-len(names) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(6 * columns, 4.5 * rows + 1), squeeze=False)
+    for ax in axes.flat[len(names):]:
+        ax.set_visible(False)
+    for ax, name in zip(axes.flat, names, strict=False):
         figures = [f for f in results.figures if f.name == name]
         labels = ["\n".join(textwrap.wrap(f.system, 16)) for f in figures]
         values = [f.value if f.value == f.value else 0.0 for f in figures]
         colors = ["tab:orange" if f.system == BASELINE else "tab:blue" for f in figures]
         bars = ax.bar(labels, values, color=colors)
-        ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=8)
+        ax.bar_label(bars, labels=[f"{f.value:,.0f}" if f.value == f.value else "n/a" for f in figures], fontsize=8)
         ax.set_title(f"{name} ({figures[0].unit}, {'higher' if figures[0].higher_is_better else 'lower'} is better)")
         ax.tick_params(axis="x", labelsize=7)
     versions = "; ".join(f"{k} {v}" for k, v in results.versions.items())
     fig.suptitle(title)
     fig.text(0.01, 0.01, f"{machine()}\n{versions}", fontsize=7, va="bottom")
-    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
+    fig.tight_layout(rect=(0, 0.06, 1, 0.96))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

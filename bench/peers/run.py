@@ -184,9 +184,13 @@ def main() -> None:
             for tasks in (1, 8):
                 measure_restore(bootstrap, args.restore_records, tasks, results)
     load = os.getloadavg()
-    print(f"per-key count and sum over {args.records:,} records ({args.keys:,} keys, 4 partitions, batches of up to "
-          f"1/20 of the input; cpus={os.cpu_count()}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})")
+    heading = (f"per-key count and sum over {args.records:,} records ({args.keys:,} keys, 4 partitions, batches "
+               f"of up to 1/20 of the input; cpus={os.cpu_count()}, "
+               f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})")
+    print(heading)
     print(table(results))
+    args.chart.parent.mkdir(parents=True, exist_ok=True)
+    args.chart.with_suffix(".txt").write_text(f"{heading}\n{table(results)}\n")  # the table beside the chart
     title = f"per-key count and sum, {args.records:,} records, {args.keys:,} keys (load {load[0]:.1f})"
     chart(results, title, args.chart)
     print(f"chart: {args.chart}")
