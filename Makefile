@@ -7,7 +7,7 @@ KAFKA_LIBS := jvm/target/kafka-libs
 JARS_STAMP := $(KAFKA_LIBS)/.resolved
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-faults lint venv jars docs clean
+.PHONY: demo test test-faults lint venv jars docs clean bench-peers
 
 venv: $(VENV_STAMP)
 
@@ -43,6 +43,37 @@ test-faults: venv lint jars
 
 demo: venv jars
 	$(VENV_PY) examples/word_count.py
+
+# streams_rt side by side with Kafka Streams, Spark (SQL and Python stateful API) and Quix Streams
+# (bench/peers/run.py); BENCH_ARGS="--records 200000" for a small run. Quix Streams gets a venv of its
+# own (it pins an older confluent-kafka); the Java parts are built from Maven Central under build/.
+BENCH_ARGS ?=
+BENCH_STAMP := $(VENV)/.bench-installed
+QUIX_VENV := build/peers-quix
+PYSPARK_VERSION = $$($(VENV_PY) -c 'import pyspark; print(pyspark.__version__)')
+SPARK_KAFKA_POM := bench/peers/spark-kafka/pom.xml
+
+$(BENCH_STAMP): pyproject.toml $(VENV_STAMP)
+	$(VENV_PY) -m pip install -q -e '.[test,bench]'
+	touch $@
+
+$(QUIX_VENV)/.installed:
+	test -x $(QUIX_VENV)/bin/python || $(PYTHON) -m venv $(QUIX_VENV)
+	$(QUIX_VENV)/bin/pip install -q 'quixstreams==3.28.1'
+	touch $@
+
+build/peers-kstreams/peers-kstreams-1.jar: bench/peers/kstreams/pom.xml $(wildcard bench/peers/kstreams/src/main/java/peers/*.java)
+	mvn -q -B -f bench/peers/kstreams/pom.xml package
+
+build/peers-spark-kafka/.resolved: $(SPARK_KAFKA_POM) $(BENCH_STAMP)
+	rm -rf build/peers-spark-kafka/libs
+	mvn -q -B -f $(SPARK_KAFKA_POM) dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/build/peers-spark-kafka/libs -Dspark.version=$(PYSPARK_VERSION) >/dev/null 2>&1 \
+	  || { echo "make: no spark-sql-kafka $(PYSPARK_VERSION) on Maven Central; using the pom's version"; \
+	       mvn -q -B -f $(SPARK_KAFKA_POM) dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/build/peers-spark-kafka/libs; }
+	touch $@
+
+bench-peers: $(BENCH_STAMP) jars $(QUIX_VENV)/.installed build/peers-kstreams/peers-kstreams-1.jar build/peers-spark-kafka/.resolved
+	$(VENV_PY) bench/peers/run.py $(BENCH_ARGS)
 
 # docs/configuration.md is generated from streams_rt/config/registry.py; tests/config/test_docs.py fails when stale.
 docs: venv

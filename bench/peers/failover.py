@@ -1,0 +1,123 @@
+"""Failover side by side: each system is fed at a fixed rate, one of its workers is killed (SIGKILL)
+mid-stream, and the figure is the worst latency of the records produced in the second after the kill:
+the time until the keys of the tasks that moved produce output again (the other keys' records come out
+at their usual latency). With one standby (num.standby.replicas=1) and without, where the system has
+standbys; Quix Streams has none (its state comes back from its changelog topics).
+
+Workers: a streams_rt task host (local[2] runs two, as OS processes), one of two Kafka Streams
+instances (one stream thread each), one of two Quix Streams processes. Spark's local[2] has no
+executor to kill (its executors are threads of the driver): its row is left out."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.peers.latency import WARM_UP_S, Feed, LatencyTracker, feed
+from bench.peers.processes import SystemProcesses, descendants
+from bench.peers.systems import APPS, KSTREAMS_BUILD, QUIET_JAVA, QUIX_PYTHON, Run, environment
+from bench.peers.workload import OutputWatch, create_topics, wait_for_output
+
+KILL_AFTER_S = 10.0  # into the timed part of the feed
+AFTER_KILL_MS = 1000.0  # the records whose latency makes the figure: produced this soon after the kill
+CATCH_UP_S = 120.0
+
+
+@dataclass(frozen=True)
+class Failover:
+    system: str
+    standbys: int | None  # None: the system has no standbys
+    commands: Callable[[Run], list[list[str]]]
+    victim: Callable[[SystemProcesses], int]  # the pid to kill
+
+
+def _streams_rt(standbys: int) -> Callable[[Run], list[list[str]]]:
+    def commands(run: Run) -> list[list[str]]:
+        return [[sys.executable, str(APPS / "streams_rt_app.py"), run.bootstrap, run.source, run.sink, str(run.work),
+                 str(max(1, run.batch_records // 4)), str(standbys)]]
+    return commands
+
+
+def _task_host(procs: SystemProcesses) -> int:
+    """One of streams_rt's task hosts (`python -m streams_rt.tasks.host_main`)."""
+    for pid in sorted(descendants([p.pid for p in procs.procs])):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"streams_rt.tasks.host_main" in command:
+            return pid
+    raise RuntimeError("no streams_rt task host found")
+
+
+def _kafka_streams(standbys: int) -> Callable[[Run], list[list[str]]]:
+    def commands(run: Run) -> list[list[str]]:
+        classpath = f"{KSTREAMS_BUILD / 'peers-kstreams-1.jar'}:{KSTREAMS_BUILD / 'libs'}/*"
+        app_id = f"peers-failover-{uuid.uuid4().hex[:6]}"
+        return [["java", "-Xmx1g", QUIET_JAVA, "-cp", classpath, "peers.CountSum", run.bootstrap, run.source, run.sink,
+                 app_id, str(run.work / f"state-{i}"), "1", str(standbys)] for i in range(2)]
+    return commands
+
+
+def _quix(run: Run) -> list[list[str]]:
+    group = f"peers-quix-failover-{uuid.uuid4().hex[:6]}"
+    return [[str(QUIX_PYTHON), str(APPS / "quix_app.py"), run.bootstrap, run.source, run.sink,
+             str(run.work / f"state-{i}"), group] for i in range(2)]
+
+
+def _second(procs: SystemProcesses) -> int:
+    return procs.procs[1].pid
+
+
+FAILOVERS = [
+    Failover("streams_rt", 1, _streams_rt(1), _task_host),
+    Failover("streams_rt", 0, _streams_rt(0), _task_host),
+    Failover("Kafka Streams", 1, _kafka_streams(1), _second),
+    Failover("Kafka Streams", 0, _kafka_streams(0), _second),
+    Failover("Quix Streams", None, _quix, _second),
+]
+
+
+def measure(failover: Failover, run: Run, keys: int, rate: float, seconds: float) -> tuple[float, str]:
+    """(the worst latency in ms of the records produced in the second after the kill, a note);
+    NaN when the output is wrong or incomplete."""
+    run.work.mkdir(parents=True)
+    create_topics(run.bootstrap, run.source, [run.sink])
+    feed_state = Feed(keys)
+    tracker = LatencyTracker(feed_state)
+    procs = SystemProcesses(failover.commands(run), environment(), run.work / "system.log")
+    watch = OutputWatch(run.bootstrap, run.sink, on_output=tracker)
+    killed: list[float] = []
+
+    def kill_when_due() -> None:
+        while not feed_state.timed_from_ms or time.time() * 1000 < feed_state.timed_from_ms + KILL_AFTER_S * 1000:
+            time.sleep(0.05)
+        victim = failover.victim(procs)
+        killed.append(time.time() * 1000)
+        os.kill(victim, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_when_due, daemon=True)  # waits for the feed's timed part
+    killer.start()
+    try:
+        fed = feed(run.bootstrap, run.source, feed_state, rate, max(seconds, KILL_AFTER_S + 10),
+                   lambda: watch.end_offset() > 0)
+        killer.join(timeout=WARM_UP_S + KILL_AFTER_S + 30)
+        if not fed or not killed:
+            return float("nan"), "never ready or never killed"
+        feed_state.timed_from_ms, feed_state.timed_to_ms = killed[0], killed[0] + AFTER_KILL_MS
+        alive = lambda: any(p.poll() is None for p in procs.procs)  # noqa: E731
+        verified = wait_for_output(watch, feed_state.expected(), CATCH_UP_S, alive)
+    finally:
+        procs.stop()
+        watch.close()
+    timed = tracker.timed()
+    if not verified or len(tracker.samples) < timed or not timed:
+        return float("nan"), f"output wrong or incomplete: {len(tracker.samples):,} of {timed:,} records after the kill"
+    return max(tracker.samples), f"{timed:,} records in the second after the kill"
