@@ -123,7 +123,8 @@ class FaultRun:
     def drain(self, timeout_s: float = 180.0) -> list[Produced]:
         """Until the driver is done and every record is processed; what the driver produced."""
         self.run_until(lambda: self.driver.finished, timeout_s, "the driver to finish")
-        produced = self.driver.wait(0)
+        # `finished` is set before the driver's producer is closed; give the close its time.
+        produced = self.driver.wait(60)
         deadline = time.monotonic() + timeout_s
         while True:
             if not self.step():
