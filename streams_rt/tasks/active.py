@@ -191,7 +191,8 @@ class ActiveTaskRunner:
             processed = time.perf_counter()
             runner.flush()
             output = self._output.to_batch(runner.take_output(), str(self.task))
-            self._record(ranges, output, batch_id)
+            stream_times = runner.stream_times()
+            self._record(ranges, output, batch_id, stream_times)
             flushed = time.perf_counter()
             ends = {tp: end for tp, (_, end) in ranges.items()}
             self._faults.reached("before_commit", self.task)
@@ -206,7 +207,7 @@ class ActiveTaskRunner:
             runner.abort()
             self.state.rollback()
             raise
-        runner.committed()
+        runner.committed(stream_times)
         t.batches += 1
         t.records += int(records)
         t.consume_s += consumed_s
@@ -217,10 +218,10 @@ class ActiveTaskRunner:
         self._kept = pa.Table.from_batches([output])
         return self._kept
 
-    def _record(self, ranges: Ranges, output: pa.RecordBatch, batch_id: int | None) -> None:
+    def _record(self, ranges: Ranges, output: pa.RecordBatch, batch_id: int | None,
+                stream_times: Mapping[str, int]) -> None:
         store = self.state.kv_store(batch_record.store_name(self.task.subtopology))
-        assert self._runner is not None  # RUNNING
-        writes = batch_record.encode(ranges, output, self._kept_chunks, batch_id, self._runner.stream_times())
+        writes = batch_record.encode(ranges, output, self._kept_chunks, batch_id, stream_times)
         for key, value in writes.items():
             store.put(key, value)
         self._kept_chunks = sum(1 for k, v in writes.items() if k != batch_record.HEADER_KEY and v is not None)

@@ -272,7 +272,7 @@ def test_an_aborted_batch_takes_back_the_stream_time_it_advanced() -> None:
     runner.process({tp: [view(0, 100_000)]})
     committed = runner.stream_times()
     assert list(committed.values()) == [100_000]
-    runner.committed()
+    runner.committed(committed)
     runner.process({tp: [view(1, 10_000_000)]})
     assert list(runner.stream_times().values()) == [10_000_000]
     runner.abort()

@@ -285,9 +285,9 @@ class SubtopologyRunner:
             node.stream_time_ms = times.get(name, -1)
         self._committed_stream_times = dict(times)
 
-    def committed(self) -> None:
-        """The batch is durable: its stream times are what an abort goes back to."""
-        self._committed_stream_times = self.stream_times()
+    def committed(self, stream_times: Mapping[str, int]) -> None:
+        """The batch is durable: its stream times (as recorded with it) are what an abort goes back to."""
+        self._committed_stream_times = dict(stream_times)
 
     def close(self) -> None:
         for exec_node in self._execs.values():
