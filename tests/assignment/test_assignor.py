@@ -336,3 +336,53 @@ def test_linear_pass_moves_no_more_than_the_general_path(n: int, n_tasks: int, d
         return sum(1 for t in pool if owner[t] != NO_OWNER and placed[t] != owner[t])
 
     assert moved(linear) == moved(general)
+
+
+def test_clients_joining_one_that_runs_everything_get_what_needs_no_restore_at_once_and_the_rest_by_probing() -> None:
+    """Hosts started one after another: A took every task at the first round; B and C join with no
+    state. Stateless tasks and a task whose changelog is within acceptable.recovery.lag move to them
+    in the hand-off's follow-up round; tasks with long changelogs stay on A while B and C warm them up
+    (max.warmup.replicas at a time) and move at the probing rebalance after those caught up, as in
+    Kafka's HighAvailabilityTaskAssignor. Nothing waits once the group is balanced."""
+    short, long_ = [TaskId(0, p) for p in range(2)], [TaskId(1, p) for p in range(4)]
+    light = [TaskId(2, p) for p in range(3)]
+    tasks = short + long_ + light
+    end = {**{t: 5_000 for t in short}, **{t: 100_000 for t in long_}}
+    configs = AssignmentConfigs(probing_rebalance_interval_ms=60_000)
+
+    def fed_back(r: AssignmentResult, generation: int, warmed: bool) -> list[ClientState]:
+        """Running actives; standbys report their sums, the whole changelog once `warmed`, else nothing."""
+        return [
+            ClientState(pid, owned_active={t: generation for t in a.active}, owned_standby=a.standby,
+                        task_offset_sums={**{t: end[t] if warmed else 0 for t in a.standby},
+                                          **{t: OFFSET_SUM_RUNNING_ACTIVE for t in a.active}})
+            for pid, a in r.clients.items()
+        ]
+
+    states = [running(A, tasks), ClientState(B), ClientState(C)]
+    first = assign(tasks, states, end, configs, COOP, 0, stateless=light)
+    assert first.followup_rebalance and first.probing_rebalance_at_ms == 60_000
+    revoked = first.clients[A].revoke
+    assert revoked and revoked <= set(short) | set(light), "only what needs no restore leaves A now"
+    warming = first.clients[B].warmup | first.clients[C].warmup
+    assert len(warming) == configs.max_warmup_replicas and warming <= set(long_)
+
+    follow_up = assign(tasks, fed_back(first, 2, warmed=False), end, configs, COOP, 0, stateless=light)
+    assert revoked <= follow_up.clients[B].active | follow_up.clients[C].active
+    assert not follow_up.followup_rebalance and follow_up.probing_rebalance_at_ms == 60_000
+    assert follow_up.clients[B].warmup | follow_up.clients[C].warmup == warming, "warm-ups keep their slots"
+
+    r, now, generation = follow_up, 60_000, 3
+    for _ in range(6):  # probing rounds (each with its hand-off) until nothing warms up
+        r = assign(tasks, fed_back(r, generation, warmed=True), end, configs, COOP, now, stateless=light)
+        generation += 1
+        if r.followup_rebalance:
+            r = assign(tasks, fed_back(r, generation, warmed=False), end, configs, COOP, now, stateless=light)
+            generation += 1
+        if r.probing_rebalance_at_ms is None:
+            break
+        assert r.probing_rebalance_at_ms == now + configs.probing_rebalance_interval_ms
+        now = r.probing_rebalance_at_ms
+    assert r.probing_rebalance_at_ms is None and not r.followup_rebalance
+    assert sorted(len(a.active) for a in r.clients.values()) == [3, 3, 3]
+    assert all(len(a.active & set(long_)) >= 1 for a in r.clients.values())
