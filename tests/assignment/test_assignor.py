@@ -3,7 +3,9 @@ KIP-441 warm-ups and probing, standby placement, and the constrained linear pass
 
 from __future__ import annotations
 
+import math
 import uuid
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -386,3 +388,25 @@ def test_clients_joining_one_that_runs_everything_get_what_needs_no_restore_at_o
     assert r.probing_rebalance_at_ms is None and not r.followup_rebalance
     assert sorted(len(a.active) for a in r.clients.values()) == [3, 3, 3]
     assert all(len(a.active & set(long_)) >= 1 for a in r.clients.values())
+
+
+@pytest.mark.parametrize(
+    ("capacities", "n_stateless", "n_stateful", "spread"),
+    [([3] * 5 + [2] * 9, 11, 7, Fraction(1, 3)), ([3, 1, 1, 1, 2], 28, 50, Fraction(1, 2))],
+)
+def test_with_capacities_that_differ_both_pools_are_counted_together_so_the_threads_stay_even(
+    capacities: list[int], n_stateless: int, n_stateful: int, spread: Fraction
+) -> None:
+    """Choosing the stateful counts first left a client the stateless pool could not make up for (a
+    client of capacity 2 with no task at all in the first shape, a client of capacity 3 at 30 while
+    the small ones ran 9 or 10 in the second: max - min per thread 2/3 and 1). The totals of both
+    pools are chosen first, each pool staying within its shares of each subtopology."""
+    light, full = [TaskId(0, p) for p in range(n_stateless)], [TaskId(1, p) for p in range(n_stateful)]
+    states = [ClientState(uuid.UUID(int=i + 1), cap) for i, cap in enumerate(capacities)]
+    r = assign(light + full, states, {t: 0 for t in full}, AssignmentConfigs(), EAGER, 0, stateless=light)
+    loads = [Fraction(len(r.clients[s.process_id].active), s.capacity) for s in states]
+    assert max(loads) - min(loads) == spread
+    for pool in (light, full):
+        for s in states:
+            share = Fraction(len(pool) * s.capacity, sum(capacities))
+            assert math.floor(share) <= len(r.clients[s.process_id].active & set(pool)) <= math.ceil(share)
