@@ -305,8 +305,9 @@ def check_standby_balance(
     nor to a client whose load per capacity unit, with it, would stay below the giver's (Kafka's
     criterion), where the taker runs nothing of the task and the tag rule allows it (the first two
     only to a taker that would not rise above the giver's load per capacity unit). The rounded
-    shares: floors, and the leftover ceils to the clients with the most actives per capacity unit, then
-    by process id."""
+    shares, with equal capacities: floors, and the leftover ceils to the clients with the most actives
+    per capacity unit, then by process id (with capacities that differ the ceils go where the shares are
+    most even per thread, thread_balance.py, so only the ceils and Kafka's criterion are checked)."""
     cap = {s.process_id: s.capacity for s in subs}
     total_cap = sum(cap.values())
     replicas = {pid: a.standby - a.warmup for pid, a in result.clients.items()}
@@ -324,7 +325,7 @@ def check_standby_balance(
     pairs = [
         *(
             (g, t)
-            for limit in (ceil, rounded)
+            for limit in ((ceil, rounded) if len(set(cap.values())) == 1 else (ceil,))
             for g in load
             if load[g] > limit[g]
             for t in load

@@ -410,3 +410,17 @@ def test_with_capacities_that_differ_both_pools_are_counted_together_so_the_thre
         for s in states:
             share = Fraction(len(pool) * s.capacity, sum(capacities))
             assert math.floor(share) <= len(r.clients[s.process_id].active & set(pool)) <= math.ceil(share)
+
+
+def test_with_capacities_that_differ_no_client_is_left_idle_to_round_the_standby_shares() -> None:
+    """13 stateful tasks and one standby on 12 clients of 27 threads: 26 tasks, so one thread stays
+    idle. Rounding the shares of all tasks by actives per capacity unit left a one-thread client with
+    nothing while the others ran a task per thread (max - min 1); a three-thread client one below its
+    share is as good on the total and better per thread (1/3)."""
+    capacities = [3, 2, 3, 1, 3, 1, 3, 3, 2, 1, 2, 3]
+    tasks = [TaskId(0, p) for p in range(13)]
+    states = [ClientState(uuid.UUID(int=i + 1), cap) for i, cap in enumerate(capacities)]
+    r = assign(tasks, states, {t: 0 for t in tasks}, AssignmentConfigs(num_standby_replicas=1), EAGER, 0)
+    loads = [Fraction(len(r.clients[s.process_id].active) + len(r.clients[s.process_id].standby), s.capacity)
+             for s in states]
+    assert max(loads) - min(loads) == Fraction(1, 3)
