@@ -18,10 +18,15 @@ from .round_inputs import RoundInputs
 from .spread import SubtopologyShares
 
 
-def general_assign(inputs: RoundInputs, pool: Sequence[int], prior_load: Sequence[int] | None = None) -> list[int]:
+def general_assign(
+    inputs: RoundInputs,
+    pool: Sequence[int],
+    prior_load: Sequence[int] | None = None,
+    bounds: tuple[Sequence[int], Sequence[int]] | None = None,
+) -> list[int]:
     """Returns the target client of each task of `pool`. prior_load: for the stateless pool, active
     tasks each client already has; the pool then fills up the least loaded clients
-    (quotas.filling_quotas)."""
+    (quotas.filling_quotas). bounds: for the stateful pool, quotas.joint_bounds."""
     owner, capacities, lags = inputs.owner, inputs.capacities, inputs.lags
     n = len(capacities)
     prior = prior_load
@@ -30,7 +35,7 @@ def general_assign(inputs: RoundInputs, pool: Sequence[int], prior_load: Sequenc
     if prior is not None:
         quotas = filling_quotas(pool, inputs.subtopology, capacities, prior, inputs.rank)
     elif len(set(capacities)) > 1 or sizes is None:
-        quotas = capacity_quotas(len(pool), capacities, inputs.rank, owned_counts(pool, owner, n), sizes)
+        quotas = capacity_quotas(len(pool), capacities, inputs.rank, owned_counts(pool, owner, n), sizes, bounds)
     shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank)
     if shares is not None:
         quotas = shares.start(owner, capacities, quotas)

@@ -25,6 +25,7 @@ from .model import (
     TaskTopology,
 )
 from .ownership import NO_OWNER
+from .quotas import joint_bounds
 from .round_inputs import number_round, sorted_unique
 from .spread import SubtopologyShares
 from .standby_placement import place_standbys
@@ -68,6 +69,7 @@ def assign(
     active_load = [0] * n
     stateful_pool = [t for t in range(len(ordered)) if end[t] is not None]
     stateless_pool = [t for t in range(len(ordered)) if end[t] is None]
+    bounds = joint_bounds(stateful_pool, stateless_pool, inputs.subtopology, inputs.capacities, inputs.rank)
     for pool in (stateful_pool, stateless_pool):
         if not pool:
             continue
@@ -77,7 +79,8 @@ def assign(
             shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank)
             target = constrained_assign(pool, owner, inputs.rank, lags.default_caught_up, inputs.fill_key, shares)
         else:  # the stateless pool fills up what the stateful one left
-            target = general_assign(inputs, pool, active_load if pool is stateless_pool else None)
+            fills_up = pool is stateless_pool
+            target = general_assign(inputs, pool, active_load if fills_up else None, None if fills_up else bounds)
         placed, moves = gate_to_caught_up(inputs, pool, target)
         pending.extend(moves)
         for t, c in zip(pool, placed, strict=True):

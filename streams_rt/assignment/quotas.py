@@ -28,12 +28,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from itertools import repeat
 from typing import NamedTuple
 
 from .ownership import NO_OWNER
 from .spread import SubtopologyShares
-from .thread_balance import balanced_counts, load_spread, possible
+from .thread_balance import balanced_counts, load_spread, possible, windowed_counts
 
 
 def capacity_quotas(
@@ -42,9 +43,13 @@ def capacity_quotas(
     rank: Sequence[int],
     owned: Sequence[int],
     sizes: Sequence[int] | None = None,
+    bounds: tuple[Sequence[int], Sequence[int]] | None = None,
 ) -> list[int]:
     """Within the floor and ceil of each capacity share, as even per thread as they can be
-    (thread_balance.py); sizes: the pool's subtopology sizes when it has several."""
+    (thread_balance.py); sizes: the pool's subtopology sizes when it has several. Where capacities
+    differ, the floors and ceils of the subtopology shares added up (share_bounds) are used instead
+    when they let the threads be more even (a large client one task below its share of the pool, as
+    Kafka's balanceTasksOverThreads may leave it), and `bounds` (joint_bounds) when given."""
     total = sum(capacities)
     floors = [n_tasks * cap // total for cap in capacities]
     ceils = [-(-n_tasks * cap // total) for cap in capacities]
@@ -54,6 +59,10 @@ def capacity_quotas(
         return (owned[c] <= floors[c], -(n_tasks * capacities[c] % total), rank[c])
 
     quotas = balanced_counts(n_tasks, capacities, nothing, floors, ceils, order, sizes)
+    if bounds is not None:
+        joint = windowed_counts(n_tasks, capacities, nothing, bounds[0], bounds[1], order, sizes)
+        if joint is not None:
+            floors, ceils, quotas = list(bounds[0]), list(bounds[1]), joint
     # Where capacities differ, several counts can be as even: what the owners run now, if it is one of
     # them, stays (an unchanged group keeps its assignment).
     if (
@@ -73,6 +82,43 @@ def subtopology_sizes(pool: Sequence[int], subtopology: Sequence[int]) -> list[i
     return sizes if len(sizes) > 1 else None
 
 
+def share_bounds(sizes: Sequence[int], capacities: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Per client, the floors and the ceils of its capacity share of each subtopology, added up: the
+    counts a pool's subtopology targets can reach."""
+    total = sum(capacities)
+    lo = [sum(size * cap // total for size in sizes) for cap in capacities]
+    hi = [sum(-(-size * cap // total) for size in sizes) for cap in capacities]
+    return lo, hi
+
+
+def joint_bounds(
+    stateful: Sequence[int],
+    stateless: Sequence[int],
+    subtopology: Sequence[int],
+    capacities: Sequence[int],
+    rank: Sequence[int],
+) -> tuple[list[int], list[int]] | None:
+    """Where capacities differ and both pools have tasks, bounds on each client's stateful count that
+    leave the stateless pool room to even out the threads: the totals of both pools are chosen first
+    (as even per thread as both pools' share bounds allow), and each stateful count must leave a
+    stateless count within its bounds. Choosing the stateful quotas alone could leave a client two
+    tasks off its share that the stateless pool cannot make up. None: no such counts, or no need."""
+    if not stateful or not stateless or len(set(capacities)) == 1:
+        return None
+    lo_s, hi_s = share_bounds(subtopology_sizes(stateful, subtopology) or [len(stateful)], capacities)
+    lo_l, hi_l = share_bounds(subtopology_sizes(stateless, subtopology) or [len(stateless)], capacities)
+    n_s, n_l = len(stateful), len(stateless)
+    both_lo = [a + b for a, b in zip(lo_s, lo_l, strict=True)]
+    both_hi = [a + b for a, b in zip(hi_s, hi_l, strict=True)]
+    totals = windowed_counts(n_s + n_l, capacities, [0] * len(capacities), both_lo, both_hi,
+                             lambda c, q: (Fraction(q + 1, capacities[c]), rank[c]))
+    if totals is None:
+        return None
+    lo = [max(a, t - b) for a, t, b in zip(lo_s, totals, hi_l, strict=True)]
+    hi = [min(a, t - b) for a, t, b in zip(hi_s, totals, lo_l, strict=True)]
+    return (lo, hi) if sum(lo) <= n_s <= sum(hi) else None
+
+
 def filling_quotas(
     pool: Sequence[int],
     subtopology: Sequence[int],
@@ -82,11 +128,8 @@ def filling_quotas(
 ) -> list[int]:
     """Stateless quotas on top of `prior` (each client's tasks from earlier pools), see the module
     docstring."""
-    total = sum(capacities)
     sizes = subtopology_sizes(pool, subtopology)
-    every = sizes or [len(pool)]  # one subtopology: the pool
-    lo = [sum(size * cap // total for size in every) for cap in capacities]
-    hi = [sum(-(-size * cap // total) for size in every) for cap in capacities]
+    lo, hi = share_bounds(sizes or [len(pool)], capacities)  # one subtopology: the pool
     return balanced_counts(
         len(pool), capacities, prior, lo, hi, lambda c, q: ((prior[c] + q + 1) / capacities[c], rank[c]), sizes
     )

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from .least_loaded import LeastLoaded
 from .round_inputs import RoundInputs
+from .thread_balance import balanced_counts
 from .warmups import PendingMove
 
 Used = list[set[str | None]]  # per tag key, the values a task's active and replicas use
@@ -128,14 +129,17 @@ class _Placement:
         # the leftover ceils go to the clients with the most actives per capacity unit, so that the
         # standbys spread as evenly as the actives allow. The cap for preferring a client with state,
         # and what the balancing passes restore; the least loaded pick balances the same quantity.
-        total_cap = sum(self.capacities)
+        # With capacities that differ, the ceils go where the shares come out most even per thread
+        # (thread_balance.py): a one-thread client left at its floor of 0 idles while the others run
+        # a task per thread, where a three-thread client at its floor would run 2 on 3 threads.
+        total_cap, capacities = sum(self.capacities), self.capacities
         everything = per_task * n_tasks + sum(active_load)
-        self.ceil_share = [-(-everything * cap // total_cap) for cap in self.capacities]
-        self.share = [everything * cap // total_cap for cap in self.capacities]
-        fractional = [c for c, cap in enumerate(self.capacities) if everything * cap % total_cap]
-        fractional.sort(key=lambda c: (-active_load[c] / self.capacities[c], c))
-        for c in fractional[: everything - sum(self.share)]:
-            self.share[c] += 1
+        self.ceil_share = [-(-everything * cap // total_cap) for cap in capacities]
+        floors = [everything * cap // total_cap for cap in capacities]
+        self.share = balanced_counts(
+            everything, capacities, [0] * len(capacities), floors, self.ceil_share,
+            lambda c, _count: (-active_load[c] / capacities[c], c),
+        )
         self.load = list(active_load)
         self.least_loaded = LeastLoaded(range(inputs.n_clients), self.load, self.capacities)
         tag_keys = inputs.configs.rack_aware_assignment_tags

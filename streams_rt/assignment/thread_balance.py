@@ -38,17 +38,34 @@ def balanced_counts(
     ones the subtopology targets can add up to (ceil_matching.py), which [lo, hi] must allow: within
     the floor and ceil of each client's capacity share of the pool they always can."""
     if len(set(capacities)) > 1:
-        window = _narrowest_window(n_tasks, capacities, prior, lo, hi)
-        if window is not None:
-            m, top = window
-            low = [max(lo[c], math.ceil(m * cap - prior[c])) for c, cap in enumerate(capacities)]
-            up = [min(hi[c], math.floor(top * cap - prior[c])) for c, cap in enumerate(capacities)]
-            counts = _fill(n_tasks, low, up, order, sizes, capacities)
-            if counts is not None:
-                return counts
+        counts = windowed_counts(n_tasks, capacities, prior, lo, hi, order, sizes)
+        if counts is not None:
+            return counts
     counts = _fill(n_tasks, list(lo), hi, order, sizes, capacities)
     assert counts is not None, "the bounds allow counts the subtopology targets add up to"
     return counts
+
+
+def windowed_counts(
+    n_tasks: int,
+    capacities: Sequence[int],
+    prior: Sequence[int],
+    lo: Sequence[int],
+    hi: Sequence[int],
+    order: Callable[[int, int], Any],
+    sizes: Sequence[int] | None = None,
+) -> list[int] | None:
+    """Counts within the narrowest window of loads (see the module docstring), None when the bounds
+    allow no counts adding up to n_tasks or the subtopology targets cannot add up to those found."""
+    if not sum(lo) <= n_tasks <= sum(hi):
+        return None
+    window = _narrowest_window(n_tasks, capacities, prior, lo, hi)
+    if window is None:
+        return None
+    m, top = window
+    low = [max(lo[c], math.ceil(m * cap - prior[c])) for c, cap in enumerate(capacities)]
+    up = [min(hi[c], math.floor(top * cap - prior[c])) for c, cap in enumerate(capacities)]
+    return _fill(n_tasks, low, up, order, sizes, capacities)
 
 
 def load_spread(counts: Sequence[int], capacities: Sequence[int], prior: Sequence[int]) -> Fraction:

@@ -83,13 +83,12 @@ def parse_checkpoint(text: str, path: Path | str | None = None) -> dict[TopicPar
 
 
 def offset_sum(offsets: Mapping[TopicPartition, int]) -> int:
-    """A task's offset sum as Kafka's TaskManager computes it: the sum of its changelog offsets,
-    OFFSET_UNKNOWN if any is unknown, saturating at Long.MAX_VALUE."""
+    """A task's offset sum as Kafka's TaskManager computes it: the sum of its changelog offsets, a
+    changelog whose offset is unknown counting as nothing held (0), saturating at Long.MAX_VALUE."""
     total = 0
     for offset in offsets.values():
-        if offset == OFFSET_SUM_OFFSET_UNKNOWN:
-            return OFFSET_SUM_OFFSET_UNKNOWN
-        total += offset
+        if offset != OFFSET_SUM_OFFSET_UNKNOWN:
+            total += offset
     return min(total, INT64_MAX)
 
 

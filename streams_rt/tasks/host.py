@@ -210,6 +210,9 @@ class TaskHost:
             self._updater.add_standby(state, now_ms)
             self._standbys[task] = state
             log.info("task %s: standby here", task)
+        # The subscription reports the new standbys' offsets at once, not only after the next poll:
+        # a rebalance in between would otherwise see them hold nothing and warm them up again.
+        self._standby_sums = {t: s.offset_sum() for t, s in self._standbys.items()}
         self._publish()
 
     def revoked(self, tasks: frozenset[TaskId], generation: int) -> None:

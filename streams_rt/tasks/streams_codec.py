@@ -21,7 +21,10 @@ from streams_rt.tasks.membership import ReceivedAssignment
 
 class StreamsMemberCodec:
     """`standby_offset_sums` reports the changelog offset sums of the non-active state this host
-    holds (KIP-441 lags); tasks it returns without a sum are reported as unknown."""
+    holds (KIP-441 lags). A standby it returns no sum for holds nothing yet (a lag of the whole
+    changelog), as Kafka's TaskManager leaves out a task with neither open stores nor a checkpoint:
+    "unknown" would count as not caught up even where the changelog is short enough to restore at
+    once. Without the callable, standbys are reported as unknown (a pre-KIP-441 member's report)."""
 
     def __init__(
         self,
@@ -43,9 +46,10 @@ class StreamsMemberCodec:
         self.standby_partitions_by_host: Mapping[HostInfo, tuple[TopicPartition, ...]] = MappingProxyType({})
 
     def encode_subscription(self, version: int, active: frozenset[TaskId], standby: frozenset[TaskId]) -> bytes:
-        sums: dict[TaskId, int] = {t: OFFSET_SUM_UNKNOWN for t in standby}
-        if self._standby_sums is not None:
-            sums.update(self._standby_sums(standby))
+        if self._standby_sums is None:
+            sums: dict[TaskId, int] = {t: OFFSET_SUM_UNKNOWN for t in standby}
+        else:
+            sums = dict(self._standby_sums(standby))
         sums.update({t: OFFSET_SUM_RUNNING_ACTIVE for t in active})
         return SubscriptionInfo.for_version(
             version,

@@ -305,8 +305,9 @@ def check_standby_balance(
     nor to a client whose load per capacity unit, with it, would stay below the giver's (Kafka's
     criterion), where the taker runs nothing of the task and the tag rule allows it (the first two
     only to a taker that would not rise above the giver's load per capacity unit). The rounded
-    shares: floors, and the leftover ceils to the clients with the most actives per capacity unit, then
-    by process id."""
+    shares, with equal capacities: floors, and the leftover ceils to the clients with the most actives
+    per capacity unit, then by process id (with capacities that differ the ceils go where the shares are
+    most even per thread, thread_balance.py, so only the ceils and Kafka's criterion are checked)."""
     cap = {s.process_id: s.capacity for s in subs}
     total_cap = sum(cap.values())
     replicas = {pid: a.standby - a.warmup for pid, a in result.clients.items()}
@@ -324,7 +325,7 @@ def check_standby_balance(
     pairs = [
         *(
             (g, t)
-            for limit in (ceil, rounded)
+            for limit in ((ceil, rounded) if len(set(cap.values())) == 1 else (ceil,))
             for g in load
             if load[g] > limit[g]
             for t in load
@@ -345,7 +346,9 @@ def check_standby_balance(
 def check_balance(
     tasks: list[TaskId], subs: list[ClientState], end: dict[TaskId, int], result: AssignmentResult
 ) -> None:
-    """Stateful tasks: every client within [floor, ceil] of its capacity share. Each subtopology,
+    """Stateful tasks: every client within [floor, ceil] of its capacity share, except where capacities
+    differ and stateless tasks run too: then the stateful counts leave the stateless ones room to even
+    out the threads (quotas.joint_bounds), within the shares of each subtopology below. Each subtopology,
     stateful or stateless: a client runs the floor or the ceil of its capacity share of it (Kafka's
     assignors spread every subtopology). All actives (per thread), with equal capacities: no stateless
     task could move to a client that would then run fewer per capacity unit than its giver does now,
@@ -355,7 +358,8 @@ def check_balance(
     stateful = {pid: {t for t in a.active if t in end} for pid, a in result.clients.items()}
     stateless = {pid: a.active - stateful[pid] for pid, a in result.clients.items()}
     n_stateful = sum(1 for t in tasks if t in end)
-    for pid, load in stateful.items():
+    joint = len(set(cap.values())) > 1 and n_stateful < len(set(tasks))
+    for pid, load in stateful.items() if not joint else ():
         lo, hi = n_stateful * cap[pid] // total_cap, -(-n_stateful * cap[pid] // total_cap)
         assert lo <= len(load) <= hi, \
             f"{pid} (capacity {cap[pid]}) runs {len(load)} stateful tasks, share is {lo}..{hi}"
