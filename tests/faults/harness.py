@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,53 @@ def wait_for_leaders(admin: AdminClient, topics: Collection[str], timeout_s: flo
         time.sleep(0.1)
 
 
+def create_smoke_topics(bootstrap: str) -> str:
+    """The smoke application's input and output topics under a fresh suffix; the suffix."""
+    suffix = f"-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = [f"{INPUT}{suffix}", *(f"{name}{suffix}" for name in OUTPUTS)]
+    for future in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics]).values():
+        future.result()
+    wait_for_leaders(admin, topics)
+    return suffix
+
+
+def final_verdict(bootstrap: str, guarantee: str, suffix: str, application_id: str, produced: list[Produced],
+                  problems: Collection[str]) -> Verdict:
+    """The verifier's verdict on a stopped application, `problems` (the invariants') first; under
+    exactly-once a transaction left open is one more."""
+    found = list(problems)
+    if guarantee == "exactly_once_v2":
+        left_open = open_transactions(bootstrap, [f"{name}{suffix}" for name in OUTPUTS])
+        found += [f"{tp}: a transaction left open ({n} offsets)" for tp, n in left_open.items()]
+    verdict = verify(guarantee, produced, read_outputs(bootstrap, suffix), changelog_state(bootstrap, application_id))
+    verdict.problems[:0] = found
+    return verdict
+
+
+def task_counts(group: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+    """(active, standby) tasks per member of `group` (the coordinator's describe()) at its current
+    generation; warm-up replicas (KIP-441) are not counted as standbys."""
+    return {member: (len(m.get("active", [])), len(set(m.get("standby", [])) - set(m.get("warmup", []))))
+            for member, m in group["members"].items() if m["generation"] == group["generation"]}
+
+
+def is_settled(group: Mapping[str, Any], counts: Mapping[str, tuple[int, int]], hosts: int) -> bool:
+    """The group stable over `hosts` members, every task active once and, with two or more hosts,
+    num.standby.replicas (1) standby of each."""
+    standbys = PARTITIONS if hosts > 1 else 0
+    return (group["state"] == "STABLE" and len(counts) == hosts and sum(a for a, _ in counts.values()) == PARTITIONS
+            and sum(s for _, s in counts.values()) == standbys)
+
+
+def without_warmups(statuses: dict[str, dict[str, Any]], group: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Host statuses with only their standbys (not warm-ups) left in `standby_lag`."""
+    for status in statuses.values():
+        warmups = set(group["members"].get(status["member_id"], {}).get("warmup", []))
+        status["standby_lag"] = {t: lag for t, lag in status["standby_lag"].items() if t not in warmups}
+    return statuses
+
+
 @dataclass
 class SummaryRow:
     """One line of the suite's summary."""
@@ -70,12 +117,7 @@ class FaultRun:
                  records: list[tuple[str, int]] | None = None, duration_s: float = 20.0,
                  batch_records: int = 300, **props: Any) -> None:
         self.bootstrap, self.guarantee = bootstrap, guarantee
-        self.suffix = f"-{uuid.uuid4().hex[:8]}"
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        topics = [f"{INPUT}{self.suffix}", *(f"{name}{self.suffix}" for name in OUTPUTS)]
-        for future in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics]).values():
-            future.result()
-        wait_for_leaders(admin, topics)
+        self.suffix = create_smoke_topics(bootstrap)
         self.ownership_log = work_dir / "ownership.log"
         properties = {"application.id": f"faults-{uuid.uuid4().hex[:10]}", "bootstrap.servers": bootstrap,
                       "processing.guarantee": guarantee, "task.ownership.log": str(self.ownership_log),
@@ -174,11 +216,7 @@ class FaultRun:
         return statuses
 
     def task_counts(self) -> dict[str, tuple[int, int]]:
-        """(active, standby) tasks per group member at the current generation, as the coordinator
-        assigned them; warm-up replicas (KIP-441) are not counted as standbys."""
-        group = self.app.coordinator.describe()
-        return {member: (len(m.get("active", [])), len(set(m.get("standby", [])) - set(m.get("warmup", []))))
-                for member, m in group["members"].items() if m["generation"] == group["generation"]}
+        return task_counts(self.app.coordinator.describe())
 
     def settle(self, hosts: int, timeout_s: float = 120.0) -> dict[str, tuple[int, int]]:
         """Until the group is stable over `hosts` members with every task active once and, with two
@@ -189,10 +227,9 @@ class FaultRun:
 
         def settled() -> bool:
             nonlocal counts
-            counts = self.task_counts()
-            return (self.app.coordinator.describe()["state"] == "STABLE" and len(counts) == hosts
-                    and sum(a for a, _ in counts.values()) == PARTITIONS
-                    and sum(s for _, s in counts.values()) == standbys)
+            group = self.app.coordinator.describe()
+            counts = task_counts(group)
+            return is_settled(group, counts, hosts)
 
         try:
             self.run_until(settled, timeout_s, f"{hosts} hosts with {PARTITIONS} active and {standbys} standby tasks")
@@ -203,12 +240,7 @@ class FaultRun:
 
     def standby_statuses(self) -> dict[str, dict[str, Any]]:
         """Host statuses with only their standbys (not warm-ups) in `standby_lag`."""
-        group = self.app.coordinator.describe()["members"]
-        statuses = self.host_statuses()
-        for status in statuses.values():
-            warmups = set(group.get(status["member_id"], {}).get("warmup", []))
-            status["standby_lag"] = {t: lag for t, lag in status["standby_lag"].items() if t not in warmups}
-        return statuses
+        return without_warmups(self.host_statuses(), self.app.coordinator.describe())
 
     # -- the end -------------------------------------------------------------------------------
     def finish(self, fault: str, summary: list[SummaryRow], extra_problems: Collection[str] = ()) -> Verdict:
@@ -221,12 +253,7 @@ class FaultRun:
         self.loop.close()
         self.app.close()
         problems += invariants.stale_task_locks(self.work_dir, self.application_id, live_pids=())
-        if self.guarantee == "exactly_once_v2":
-            left_open = open_transactions(self.bootstrap, [f"{name}{self.suffix}" for name in OUTPUTS])
-            problems += [f"{tp}: a transaction left open ({n} offsets)" for tp, n in left_open.items()]
-        verdict = verify(self.guarantee, produced, read_outputs(self.bootstrap, self.suffix),
-                         changelog_state(self.bootstrap, self.application_id))
-        verdict.problems[:0] = problems
+        verdict = final_verdict(self.bootstrap, self.guarantee, self.suffix, self.application_id, produced, problems)
         summary.append(SummaryRow(fault, self.guarantee, verdict, self.recovery_s))
         return verdict
 
