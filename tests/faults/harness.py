@@ -33,13 +33,14 @@ FAST = {"statestore.cache.max.bytes": 0, "heartbeat.interval.ms": 300, "session.
         "acceptable.recovery.lag": ACCEPTABLE_RECOVERY_LAG}
 
 
-def wait_for_leaders(admin: AdminClient, topics: Collection[str], timeout_s: float = 30.0) -> None:
+def wait_for_leaders(admin: AdminClient, topics: Collection[str], timeout_s: float = 30.0,
+                     partitions: int = PARTITIONS) -> None:
     """Until the metadata shows every partition of `topics` with a leader (a topic just created may
     be missing from it for a moment)."""
     deadline = time.monotonic() + timeout_s
     while True:
         metadata = admin.list_topics(timeout=10).topics
-        if all(t in metadata and len(metadata[t].partitions) == PARTITIONS
+        if all(t in metadata and len(metadata[t].partitions) == partitions
                and all(p.leader >= 0 for p in metadata[t].partitions.values()) for t in topics):
             return
         if time.monotonic() > deadline:
