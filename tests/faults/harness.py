@@ -95,6 +95,31 @@ def without_warmups(statuses: dict[str, dict[str, Any]], group: Mapping[str, Any
     return statuses
 
 
+def settle_group(describe: Callable[[], Mapping[str, Any]], wait: Callable[[Callable[[], bool], float, str], None],
+                 host_statuses: Callable[[], dict[str, dict[str, Any]]], hosts: int,
+                 timeout_s: float) -> dict[str, tuple[int, int]]:
+    """Until the group (`describe`: the coordinator's) is stable over `hosts` members with every task
+    active once and, with two or more hosts, num.standby.replicas (1) standby of each, every standby
+    (warm-ups aside) caught up within acceptable.recovery.lag; the (active, standby) counts per
+    member. `wait(done, timeout_s, what)` waits, running whatever has to run meanwhile."""
+    standbys = PARTITIONS if hosts > 1 else 0
+    counts: dict[str, tuple[int, int]] = {}
+
+    def settled() -> bool:
+        nonlocal counts
+        group = describe()
+        counts = task_counts(group)
+        return is_settled(group, counts, hosts)
+
+    try:
+        wait(settled, timeout_s, f"{hosts} hosts with {PARTITIONS} active and {standbys} standby tasks")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; (active, standby) per member: {counts}") from None
+    invariants.wait_for_standbys(lambda: without_warmups(host_statuses(), describe()), standbys,
+                                 ACCEPTABLE_RECOVERY_LAG)
+    return counts
+
+
 @dataclass
 class SummaryRow:
     """One line of the suite's summary."""
@@ -220,28 +245,7 @@ class FaultRun:
         return task_counts(self.app.coordinator.describe())
 
     def settle(self, hosts: int, timeout_s: float = 120.0) -> dict[str, tuple[int, int]]:
-        """Until the group is stable over `hosts` members with every task active once and, with two
-        or more hosts, num.standby.replicas (1) standby of each, every standby caught up within
-        acceptable.recovery.lag; the (active, standby) counts per member."""
-        standbys = PARTITIONS if hosts > 1 else 0
-        counts: dict[str, tuple[int, int]] = {}
-
-        def settled() -> bool:
-            nonlocal counts
-            group = self.app.coordinator.describe()
-            counts = task_counts(group)
-            return is_settled(group, counts, hosts)
-
-        try:
-            self.run_until(settled, timeout_s, f"{hosts} hosts with {PARTITIONS} active and {standbys} standby tasks")
-        except AssertionError as e:
-            raise AssertionError(f"{e}; (active, standby) per member: {counts}") from None
-        invariants.wait_for_standbys(self.standby_statuses, standbys, ACCEPTABLE_RECOVERY_LAG)
-        return counts
-
-    def standby_statuses(self) -> dict[str, dict[str, Any]]:
-        """Host statuses with only their standbys (not warm-ups) in `standby_lag`."""
-        return without_warmups(self.host_statuses(), self.app.coordinator.describe())
+        return settle_group(self.app.coordinator.describe, self.run_until, self.host_statuses, hosts, timeout_s)
 
     # -- the end -------------------------------------------------------------------------------
     def finish(self, fault: str, summary: list[SummaryRow], extra_problems: Collection[str] = ()) -> Verdict:

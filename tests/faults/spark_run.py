@@ -28,17 +28,7 @@ from streams_rt.runtime.planning import RUNNING
 from streams_rt.spark.executor_hosts import HOST_DIR
 from tests.faults import invariants
 from tests.faults.driver import Driver, Produced, smoke_workload
-from tests.faults.harness import (
-    ACCEPTABLE_RECOVERY_LAG,
-    FAST,
-    PARTITIONS,
-    SummaryRow,
-    create_smoke_topics,
-    final_verdict,
-    is_settled,
-    task_counts,
-    without_warmups,
-)
+from tests.faults.harness import FAST, SummaryRow, create_smoke_topics, final_verdict, settle_group
 from tests.faults.smoke_topology import INPUT
 from tests.faults.verifier import Verdict
 
@@ -171,25 +161,9 @@ class SparkFaultRun:
             time.sleep(0.25)
 
     def settle(self, hosts: int = 3, timeout_s: float = 180.0) -> dict[str, tuple[int, int]]:
-        """Until the group is stable over `hosts` members, every task active once with one standby,
-        every standby within acceptable.recovery.lag; the (active, standby) counts per member."""
         assert self.runtime is not None
-        coordinator = self.runtime.app.coordinator
-        counts: dict[str, tuple[int, int]] = {}
-
-        def settled() -> bool:
-            nonlocal counts
-            group = coordinator.describe()
-            counts = task_counts(group)
-            return is_settled(group, counts, hosts)
-
-        try:
-            self.wait_until(settled, timeout_s, f"{hosts} hosts with {PARTITIONS} active and standby tasks")
-        except AssertionError as e:
-            raise AssertionError(f"{e}; (active, standby) per member: {counts}") from None
-        invariants.wait_for_standbys(lambda: without_warmups(self.host_statuses(), coordinator.describe()),
-                                     PARTITIONS if hosts > 1 else 0, ACCEPTABLE_RECOVERY_LAG)
-        return counts
+        return settle_group(self.runtime.app.coordinator.describe, self.wait_until, self.host_statuses, hosts,
+                            timeout_s)
 
     def lag(self) -> int:
         """Input offsets not yet processed, as the tasks' hosts report their positions."""

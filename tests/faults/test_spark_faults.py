@@ -28,21 +28,26 @@ from tests.faults.spark_run import HOSTS_GLOB, SparkFaultRun
 pytestmark = [pytest.mark.local_cluster, pytest.mark.broker]
 
 
+class SparkRuns:
+    """Fault runs on the shared local-cluster session, each closed at the test's end."""
+
+    def __init__(self, spark: SparkSession, bootstrap: str, tmp_path: Path) -> None:
+        self.spark, self.bootstrap, self.tmp_path = spark, bootstrap, tmp_path
+        self.made: list[SparkFaultRun] = []
+
+    def start(self, duration_s: float, records: list[tuple[str, int]] | None = None) -> SparkFaultRun:
+        run = SparkFaultRun(self.spark, self.bootstrap, self.tmp_path / f"run-{len(self.made)}", "exactly_once_v2",
+                            records, duration_s)
+        self.made.append(run)
+        return run
+
+
 @pytest.fixture
-def spark_runs(spark_cluster_3: SparkSession, kafka_broker: BrokerInfo,
-               tmp_path: Path) -> Iterator[list[SparkFaultRun]]:
-    made: list[SparkFaultRun] = []
-    yield made
-    for run in made:
+def spark_runs(spark_cluster_3: SparkSession, kafka_broker: BrokerInfo, tmp_path: Path) -> Iterator[SparkRuns]:
+    runs = SparkRuns(spark_cluster_3, kafka_broker.bootstrap_servers, tmp_path)
+    yield runs
+    for run in runs.made:
         run.close()
-
-
-def start(runs: list[SparkFaultRun], spark: SparkSession, broker: BrokerInfo, tmp_path: Path, duration_s: float,
-          records: list[tuple[str, int]] | None = None) -> SparkFaultRun:
-    run = SparkFaultRun(spark, broker.bootstrap_servers, tmp_path / f"run-{len(runs)}", "exactly_once_v2",
-                        records, duration_s)
-    runs.append(run)
-    return run
 
 
 def kill_an_executor(run: SparkFaultRun) -> None:
@@ -68,10 +73,8 @@ def kill_an_executor(run: SparkFaultRun) -> None:
 
 
 @pytest.mark.faults_short
-def test_kill_9_of_an_executor_jvm_mid_stream(spark_runs: list[SparkFaultRun], spark_cluster_3: SparkSession,
-                                              kafka_broker: BrokerInfo, tmp_path: Path,
-                                              summary: list[SummaryRow]) -> None:
-    run = start(spark_runs, spark_cluster_3, kafka_broker, tmp_path, duration_s=40.0)
+def test_kill_9_of_an_executor_jvm_mid_stream(spark_runs: SparkRuns, summary: list[SummaryRow]) -> None:
+    run = spark_runs.start(duration_s=40.0)
     run.settle(hosts=3)
     time.sleep(2)
     kill_an_executor(run)
@@ -82,10 +85,8 @@ def test_kill_9_of_an_executor_jvm_mid_stream(spark_runs: list[SparkFaultRun], s
 
 
 @pytest.mark.faults_short
-def test_a_driver_restart_from_the_spark_checkpoint(spark_runs: list[SparkFaultRun], spark_cluster_3: SparkSession,
-                                                    kafka_broker: BrokerInfo, tmp_path: Path,
-                                                    summary: list[SummaryRow]) -> None:
-    run = start(spark_runs, spark_cluster_3, kafka_broker, tmp_path, duration_s=30.0)
+def test_a_driver_restart_from_the_spark_checkpoint(spark_runs: SparkRuns, summary: list[SummaryRow]) -> None:
+    run = spark_runs.start(duration_s=30.0)
     run.settle(hosts=3)
     time.sleep(2)
     batches_before = last_batch_id(run)
@@ -104,11 +105,9 @@ def last_batch_id(run: SparkFaultRun) -> int:
 
 
 @pytest.mark.faults
-def test_kill_9_of_an_executor_jvm_twice_with_1000_values_per_key(
-        spark_runs: list[SparkFaultRun], spark_cluster_3: SparkSession, kafka_broker: BrokerInfo, tmp_path: Path,
-        summary: list[SummaryRow]) -> None:
-    run = start(spark_runs, spark_cluster_3, kafka_broker, tmp_path, duration_s=60.0,
-                records=smoke_workload(20, 1000))
+def test_kill_9_of_an_executor_jvm_twice_with_1000_values_per_key(spark_runs: SparkRuns,
+                                                                  summary: list[SummaryRow]) -> None:
+    run = spark_runs.start(duration_s=60.0, records=smoke_workload(20, 1000))
     run.settle(hosts=3)
     for _ in range(2):
         time.sleep(2)
