@@ -23,6 +23,7 @@ BROKER_OUTAGE = RETRIABLE | frozenset({
     KafkaError._ALL_BROKERS_DOWN,
     KafkaError._UNKNOWN_PARTITION,
     KafkaError._UNKNOWN_TOPIC,
+    KafkaError._DESTROY_BROKER,  # the client dropped the broker's handle (it left the metadata)
 })
 
 
