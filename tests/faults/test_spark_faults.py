@@ -92,7 +92,7 @@ def test_a_driver_restart_from_the_spark_checkpoint(spark_runs: SparkRuns, summa
     batches_before = last_batch_id(run)
     run.restart_driver()
     run.settle(hosts=3)
-    run.wait_until(lambda: last_batch_id(run) >= 0, 60, "the new query's first micro-batch")
+    run.wait_until(lambda: last_batch_id(run) >= 0, 180, "the new query's first micro-batch")
     assert last_batch_id(run) > batches_before, "the new query did not resume from the checkpoint's batches"
     verdict = run.finish("driver restart from the Spark checkpoint", summary)
     assert verdict.passed, verdict.problems
