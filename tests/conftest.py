@@ -77,11 +77,21 @@ def spark_cluster(_spark_sessions: _SparkSessions) -> SparkSession:
 
     Waits until both executors have registered: Spark only waits 30 s for them, and on a loaded
     machine a first job could otherwise run on one executor alone."""
-    session = _spark_sessions.get("local-cluster[2,1,1024]")
+    return _cluster(_spark_sessions, 2)
+
+
+@pytest.fixture
+def spark_cluster_3(_spark_sessions: _SparkSessions) -> SparkSession:
+    """Spark in `local-cluster[3,1,1024]` (the fault suite's three executors), as `spark_cluster`."""
+    return _cluster(_spark_sessions, 3)
+
+
+def _cluster(sessions: _SparkSessions, executors: int) -> SparkSession:
+    session = sessions.get(f"local-cluster[{executors},1,1024]")
     deadline = time.monotonic() + 120
-    while _executor_count(session) < 2:
+    while _executor_count(session) < executors:
         if time.monotonic() > deadline:
-            pytest.fail(f"only {_executor_count(session)} of 2 executors registered within 120 s")
+            pytest.fail(f"only {_executor_count(session)} of {executors} executors registered within 120 s")
         time.sleep(0.5)
     return session
 

@@ -11,18 +11,31 @@ from confluent_kafka import IsolationLevel, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from streams_rt.kafka.watermarks import RETRIABLE
+from streams_rt.kafka.watermarks import RETRIABLE, broker_outage
 from streams_rt.protocol import TopicPartition
 
 # librdkafka's list_offsets answers _NOENT ("Failed to query partition leaders: No leaders found")
 # while a topic created a moment ago has no leader in the client's cached metadata, and the broker
 # UNKNOWN_LEADER_EPOCH while its new leader's epoch has not reached it: the same "settling" case,
-# except that the client's cache is refreshed only when asked for (below).
-LIST_OFFSETS_RETRIABLE = RETRIABLE | {KafkaError._NOENT, KafkaError.UNKNOWN_LEADER_EPOCH}
+# except that the client's cache is refreshed only when asked for (below). After a broker restart
+# the cached leader epoch is older than the broker's (FENCED_LEADER_EPOCH) until that refresh.
+LIST_OFFSETS_RETRIABLE = RETRIABLE | {KafkaError._NOENT, KafkaError.UNKNOWN_LEADER_EPOCH,
+                                      KafkaError.FENCED_LEADER_EPOCH}
+
+
+class BrokerUnreachable(RuntimeError):
+    """The broker did not answer within the call's timeout (down or restarting, or the partitions'
+    leaders still unknown): a later call may succeed. `error` is the last KafkaError seen."""
+
+    def __init__(self, what: str, timeout_s: float, error: KafkaError) -> None:
+        self.error = error
+        super().__init__(f"{what}: the broker did not answer within {timeout_s:.0f} s ({error.str()})")
 
 
 def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeout_s: float = 30.0,
                 read_committed: bool = True) -> dict[TopicPartition, int]:
+    """Raises BrokerUnreachable when the broker (or the partitions' leaders) stays out of reach for
+    `timeout_s`, KafkaException for any other error."""
     wanted = sorted(set(partitions))
     if not wanted:
         return {}
@@ -35,10 +48,17 @@ def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeou
         try:
             return {TopicPartition(k.topic, k.partition): f.result().offset for k, f in futures.items()}
         except KafkaException as exc:
-            if exc.args[0].code() not in LIST_OFFSETS_RETRIABLE or time.monotonic() > deadline:
+            error: KafkaError = exc.args[0]
+            if error.code() not in LIST_OFFSETS_RETRIABLE and not broker_outage(error):
                 raise
-            time.sleep(0.1)
-            admin.list_topics(timeout=max(1.0, deadline - time.monotonic()))  # a metadata request: fresh leaders
+            if time.monotonic() > deadline:
+                raise BrokerUnreachable(f"end offsets of {len(wanted)} partitions", timeout_s, error) from None
+            time.sleep(0.1 if not broker_outage(error) else 0.5)
+            try:  # a metadata request: fresh leaders
+                admin.list_topics(timeout=max(1.0, min(5.0, deadline - time.monotonic())))
+            except KafkaException as refresh:
+                if not broker_outage(refresh.args[0]):
+                    raise
 
 
 def committed_or_earliest(admin: AdminClient, group: str, partitions: Iterable[TopicPartition],

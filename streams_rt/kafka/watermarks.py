@@ -16,6 +16,20 @@ RETRIABLE = frozenset({
     KafkaError.UNKNOWN_TOPIC_OR_PART,
     KafkaError._TIMED_OUT,
 })
+# What a client sees while its broker is down or restarting: the connection, and with it the
+# partition's metadata, is gone for a while. Worth retrying for as long as the outage lasts.
+BROKER_OUTAGE = RETRIABLE | frozenset({
+    KafkaError._TRANSPORT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._UNKNOWN_PARTITION,
+    KafkaError._UNKNOWN_TOPIC,
+    KafkaError._DESTROY_BROKER,  # the client dropped the broker's handle (it left the metadata)
+})
+
+
+def broker_outage(error: KafkaError) -> bool:
+    """An error a broker outage (or a leader moving) causes, which passes once the broker is back."""
+    return error.code() in BROKER_OUTAGE
 
 
 class WatermarkSource(Protocol):

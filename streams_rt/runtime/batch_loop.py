@@ -5,6 +5,7 @@ host, and commit. Tests and benchmarks use it; it is not a stand-in for Spark in
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from confluent_kafka.admin import AdminClient
 
-from streams_rt.kafka.offsets import end_offsets
+from streams_rt.kafka.offsets import BrokerUnreachable, end_offsets
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
@@ -27,6 +28,26 @@ from streams_rt.rpc.tasks import TaskStatus, parse_statuses
 from streams_rt.runtime.planning import RUNNING, PlannedBatch, latest_positions, plan
 
 log = logging.getLogger(__name__)
+BROKER_WAIT_S = 10.0  # how long a round (or a micro-batch's planning) waits for the broker's end offsets
+
+
+class BrokerOutageLog:
+    """One warning when the broker stops answering the planner and one when it answers again,
+    not one per round."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+
+    def down(self, error: BrokerUnreachable) -> None:
+        if self.since is None:
+            log.warning("%s: no new batches until it answers (asked again every round)", error)
+            self.since = time.monotonic()
+
+    def up(self) -> None:
+        if self.since is not None:
+            log.warning("the broker answers again after %.1f s: new batches are planned",
+                        time.monotonic() - self.since)
+            self.since = None
 
 
 class CoordinatorRefused(RuntimeError):
@@ -90,6 +111,7 @@ class BatchLoop:
         self._admin = AdminClient({"bootstrap.servers": bootstrap_servers})
         self._hosts: dict[str, HostClient] = {}
         self._pool = ThreadPoolExecutor(parallelism, thread_name_prefix="batch-loop")
+        self._outage = BrokerOutageLog()
 
     def status(self) -> tuple[int, dict[TaskId, TaskStatus]]:
         return task_status(self._coordinator, self.application_id)
@@ -104,7 +126,12 @@ class BatchLoop:
         retries = [PlannedBatch(t, s.endpoint or "", generation, self.pending[t].ranges, self.pending[t].batch_id)
                    for t, s in running.items() if t in self.pending]
         fresh = {t: s for t, s in running.items() if t not in self.pending}
-        ends = end_offsets(self._admin, [tp for s in fresh.values() for tp in s.inputs])
+        try:
+            ends = end_offsets(self._admin, [tp for s in fresh.values() for tp in s.inputs], BROKER_WAIT_S)
+            self._outage.up()
+        except BrokerUnreachable as e:  # no new batches this round; the broker is asked again next round
+            self._outage.down(e)
+            fresh, ends = {}, {}
         latest = latest_positions(self.positions, fresh, ends, self.max_records_per_task)
         self.batch_id += 1
         batches = retries + plan(self.positions, latest, fresh, generation, self.batch_id)

@@ -117,6 +117,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         self._planned: dict[str, list[TaskBatch]] = {}  # json(end) -> the batches planned up to it
         self._coordinator: Any = None
         self._admin: Any = None
+        self._outage: Any = None  # a BrokerOutageLog (imported on first use, as the rest of the runtime)
 
     # -- driver side (Spark's source process) --------------------------------------------------
     def _clients(self) -> tuple[Any, Any]:
@@ -166,13 +167,20 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         return ReadMaxRows(cap) if cap else ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
-        from streams_rt.kafka.offsets import end_offsets
+        from streams_rt.kafka.offsets import BrokerUnreachable, end_offsets
+        from streams_rt.runtime.batch_loop import BROKER_WAIT_S, BrokerOutageLog
         from streams_rt.runtime.planning import RUNNING, latest_positions
 
         _, statuses = self._status()
         running = {t: s for t, s in statuses.items() if s.phase == RUNNING and s.endpoint}
         _, admin = self._clients()
-        ends = end_offsets(admin, [tp for s in running.values() for tp in s.inputs])
+        self._outage = self._outage or BrokerOutageLog()
+        try:
+            ends = end_offsets(admin, [tp for s in running.values() for tp in s.inputs], BROKER_WAIT_S)
+            self._outage.up()
+        except BrokerUnreachable as e:  # nothing new: Spark asks again at its next trigger
+            self._outage.down(e)
+            return start
         cap = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         begin = decode_offsets(start)
         for status in statuses.values():  # tasks added since the query started begin at their positions
@@ -212,6 +220,8 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         for key in [k for k in self._planned if k < json.dumps(end, sort_keys=True)]:
             self._planned.pop(key)
         for batch in batches:
+            if not batch.endpoint:  # planned while the task had no owner: `read` found one, which has it applied
+                continue
             try:
                 roots = _roots(self.options)
                 with HostClient(batch.endpoint, secret=_secret(self.options), tls_root_certs=roots) as client:

@@ -17,8 +17,9 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streams_rt.kafka.records import offset, topic_partition
+from streams_rt.kafka.watermarks import broker_outage
 from streams_rt.protocol import TopicPartition
-from streams_rt.state.errors import ChangelogError
+from streams_rt.state.errors import ChangelogError, RecordTooLarge
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,10 @@ def ensure_changelog_topics(
                 raise ChangelogError(topic, None, f"cannot be created: {exc}") from exc
 
 
+def record_size(key: bytes | None, value: bytes | None) -> int:
+    return len(key or b"") + len(value or b"")
+
+
 class ChangelogWriter:
     """Sends store writes to changelog partitions; `commit` makes them durable (flush, or commit of
     the transaction) and returns the offset of the last record written to each partition."""
@@ -102,19 +107,54 @@ class ChangelogWriter:
             "queue.buffering.max.messages": 2_000_000,
             "queue.buffering.max.kbytes": 16 * 1024,
             "on_delivery": self._on_delivery,
+            "error_cb": self._on_error,
         }
         if transactional_id is not None:
             conf["transactional.id"] = transactional_id
+        self._conf = conf
         self._timeout_s = timeout_s
-        self._producer: Producer | None = Producer(conf)
         self._offsets: dict[TopicPartition, int] = {}
         self._errors: list[ChangelogError] = []
+        self._too_large: RecordTooLarge | None = None  # the largest record the broker refused for its size
         self._transactional = transactional_id is not None
         self._in_transaction = False
         self._unpolled = 0  # records sent since the last poll
+        # The broker could not be reached since the transactional producer was made. Such a producer
+        # is replaced before its next transaction: librdkafka (2.16) can keep a broker that left the
+        # metadata as the group coordinator, and send_offsets_to_transaction then waits for it forever,
+        # whatever its timeout (librdkafka issues 5456 and 5511); a broker restart does that.
+        self._outage_seen = False
+        self._producer: Producer | None = self._new_producer()
+
+    def _new_producer(self) -> Producer:
+        producer = Producer(self._conf)
         if self._transactional:
             # Fences any previous owner of this transactional.id and aborts its open transaction.
-            self._producer.init_transactions(timeout_s)
+            try:
+                producer.init_transactions(self._timeout_s)
+            except KafkaException as exc:
+                producer.close()
+                raise ChangelogError("*", None, f"the transactional producer cannot start: {exc}",
+                                     retriable=broker_outage(exc.args[0])) from None
+        self._outage_seen = False
+        return producer
+
+    def _replace_producer(self) -> None:
+        """A new transactional producer for the old one, whose open transaction (if any) the new
+        one's init_transactions aborts; what the old one still held is dropped with it."""
+        log.info("changelog producer: the broker was out of reach since the producer started; replacing it "
+                 "before the next transaction")
+        replacement = self._new_producer()  # raises (retriable) while the broker is still away: kept for next time
+        old, self._producer = self._producer, replacement
+        if old is not None:
+            old.purge()
+            old.close()
+        self._errors.clear()  # the dropped records' reports: their transaction was aborted
+        self._too_large = None
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
+            self._outage_seen = True
 
     @property
     def _live(self) -> Producer:
@@ -124,6 +164,14 @@ class ChangelogWriter:
         return self._producer
 
     def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None and error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+            # The broker refuses a whole produce request: every record in it is reported, the small
+            # ones too. The largest names the culprit.
+            size = record_size(message.key(), message.value())
+            seen = self._too_large
+            if seen is None or size > seen.size:
+                self._too_large = RecordTooLarge(message.topic() or "*", message.partition(), size, error.str())
+            return
         if error is not None:
             self._errors.append(ChangelogError(message.topic() or "*", message.partition(), f"write failed: {error}"))
             return
@@ -144,6 +192,8 @@ class ChangelogWriter:
                 break
             except BufferError:
                 producer.poll(0.05)  # the local queue is full: let deliveries drain it
+            except KafkaException as exc:
+                raise self._produce_failed(exc, topic, partition, key, value) from None
         self._unpolled += 1
         if self._unpolled >= DELIVERY_POLL_RECORDS:
             producer.poll(0)
@@ -161,14 +211,31 @@ class ChangelogWriter:
                     break
                 except BufferError:
                     poll(0.05)
+                except KafkaException as exc:
+                    raise self._produce_failed(exc, topic, None, key, value) from None
             unpolled += 1
             if unpolled >= DELIVERY_POLL_RECORDS:
                 poll(0)
                 unpolled = 0
         self._unpolled = unpolled
 
+    def _produce_failed(self, exc: KafkaException, topic: str, partition: int | None, key: bytes | None,
+                        value: bytes | None) -> Exception:
+        """The typed error for a record the producer refused at once: RecordTooLarge for its own size;
+        for a transaction already failed (an earlier record's delivery failed: librdkafka refuses
+        every later one), that record's error; else the KafkaException itself."""
+        error: KafkaError = exc.args[0]
+        if error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+            return RecordTooLarge(topic, partition, record_size(key, value), error.str())
+        self._live.poll(0)  # the delivery reports that explain it
+        earlier = self._too_large or (self._errors[0] if self._errors else None)
+        self._too_large, self._errors = None, []
+        return earlier or exc
+
     def _begin(self) -> None:
         if self._transactional and not self._in_transaction:
+            if self._outage_seen:
+                self._replace_producer()
             self._live.begin_transaction()
             self._in_transaction = True
 
@@ -184,6 +251,15 @@ class ChangelogWriter:
         for the consumer group of `group_metadata` in the same transaction."""
         if self._transactional and input_offsets:
             self._begin()
+        if self._in_transaction:
+            # Deliveries first: a record the broker refused fails the commit with its own error
+            # (naming its topic), not the transaction's "abortable error" that hides it.
+            self._live.flush(self._timeout_s)
+            self._raise_delivery_error()
+            if self._outage_seen:
+                raise ChangelogError("*", None, "the broker was out of reach during the transaction: it is rolled "
+                                                "back, to be retried", retriable=True)
+        if self._transactional and input_offsets:
             offsets = [KafkaTopicPartition(tp.topic, tp.partition, at) for tp, at in input_offsets.items()]
             try:
                 self._live.send_offsets_to_transaction(offsets, group_metadata, self._timeout_s)
@@ -199,21 +275,31 @@ class ChangelogWriter:
             remaining = self._live.flush(self._timeout_s)
             if remaining:
                 raise ChangelogError("*", None, f"{remaining} records not delivered within {self._timeout_s}s")
+        self._raise_delivery_error()
+        return dict(self._offsets)
+
+    def _raise_delivery_error(self) -> None:
         self._live.poll(0)
+        if self._too_large is not None:
+            too_large, self._too_large, self._errors = self._too_large, None, []
+            raise too_large
         if self._errors:
             error, self._errors = self._errors[0], []
             raise error
-        return dict(self._offsets)
 
     def abort(self) -> None:
         """Drop what was sent since the last commit as far as possible: the open transaction under
         exactly-once; under at-least-once what is not delivered yet (the rest stays, as Kafka's)."""
-        if self._in_transaction:
+        if self._in_transaction and self._outage_seen:
+            # The producer is replaced before the next transaction, whose init_transactions aborts this one.
+            self._in_transaction = False
+        elif self._in_transaction:
             self._live.abort_transaction(self._timeout_s)
             self._in_transaction = False
         elif not self._transactional:
             self._live.purge()
             self._live.poll(0)
+        self._too_large, self._errors = None, []  # about records of what was rolled back
 
     def close(self, discard: bool = False) -> None:
         """Flush (or, with `discard`, purge what is not yet delivered), close and drop the producer

@@ -37,12 +37,26 @@ class CorruptCheckpoint(StateError):
 
 
 class ChangelogError(StateError):
-    """Writing or reading a changelog failed; names the topic and partition."""
+    """Writing or reading a changelog failed; names the topic and partition. `retriable`: the
+    broker could not be reached (down, restarting): the same call may succeed once it is back."""
 
-    def __init__(self, topic: str, partition: int | None, reason: str) -> None:
-        self.topic, self.partition, self.reason = topic, partition, reason
+    def __init__(self, topic: str, partition: int | None, reason: str, retriable: bool = False) -> None:
+        self.topic, self.partition, self.reason, self.retriable = topic, partition, reason, retriable
         where = topic if partition is None else f"{topic}-{partition}"
         super().__init__(f"changelog {where}: {reason}")
+
+
+class RecordTooLarge(ChangelogError):
+    """A record the topology wrote (to an output topic or a changelog) is bigger than Kafka takes:
+    the producer's `message.max.bytes` or the topic's `max.message.bytes`. Names the topic and the
+    record's size; the batch that wrote it fails and is rolled back."""
+
+    def __init__(self, topic: str, partition: int | None, size: int, refusal: str) -> None:
+        self.topic, self.partition, self.size, self.retriable = topic, partition, size, False
+        self.reason = (f"a record of {size} bytes (key and value) is larger than Kafka accepts (the producer's "
+                       f"message.max.bytes or the topic's max.message.bytes): {refusal}")
+        where = topic if partition is None else f"{topic}-{partition}"
+        StateError.__init__(self, f"topic {where}: {self.reason}")
 
 
 class StoreClosedError(StateError):

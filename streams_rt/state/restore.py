@@ -13,7 +13,7 @@ from typing import Any, NoReturn, Protocol
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from tqdm import tqdm
 
-from streams_rt.kafka.watermarks import WatermarkSource, watermark_offsets
+from streams_rt.kafka.watermarks import WatermarkSource, broker_outage, watermark_offsets
 from streams_rt.protocol import TopicPartition
 from streams_rt.state.errors import ChangelogError
 
@@ -80,7 +80,8 @@ def changelog_range(consumer: WatermarkSource, tp: TopicPartition, timeout_s: fl
     try:
         low, high = watermark_offsets(consumer, tp.topic, tp.partition, timeout_s)
     except KafkaException as exc:
-        raise ChangelogError(tp.topic, tp.partition, f"offsets unavailable: {exc}") from exc
+        raise ChangelogError(tp.topic, tp.partition, f"offsets unavailable: {exc}",
+                             retriable=broker_outage(exc.args[0])) from exc
     if low < 0 or high < 0:
         raise ChangelogError(tp.topic, tp.partition, "offsets unavailable (does the topic exist?)")
     return low, high
@@ -88,7 +89,9 @@ def changelog_range(consumer: WatermarkSource, tp: TopicPartition, timeout_s: fl
 
 def split_events(messages: Sequence[Message]) -> tuple[list[Message], list[Message]]:
     """A `consume()` batch as (records, partition-EOF events), each in order. An EOF event can sit
-    anywhere in a batch, with newer records after it; any other error raises ChangelogError."""
+    anywhere in a batch, with newer records after it. A broker outage's events (the connection
+    lost) are logged and passed over: the consumer reconnects by itself and the records around
+    them are kept. Any other error raises ChangelogError."""
     errors = list(map(Message.error, messages))  # in C: this runs for every record restored
     if not any(errors):  # a KafkaError is always truthy
         return list(messages), []
@@ -99,6 +102,8 @@ def split_events(messages: Sequence[Message]) -> tuple[list[Message], list[Messa
             records.append(message)
         elif error.code() == KafkaError._PARTITION_EOF:
             eofs.append(message)
+        elif broker_outage(error) and not error.fatal():
+            log.info("changelog consumer: %s (it reconnects by itself)", error)
         else:
             raise ChangelogError(message.topic() or "?", message.partition(), f"consume failed: {error}")
     return records, eofs

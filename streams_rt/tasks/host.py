@@ -38,7 +38,15 @@ from streams_rt.rpc.client import AuthenticationRefused, CoordinatorUnavailable,
 from streams_rt.rpc.messages import ReportTasksRequest, ReportTasksResponse
 from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity
-from streams_rt.state import ConsoleRestoreListener, Mode, StateConfig, StateUpdater, StoreCorrupted, TaskState
+from streams_rt.state import (
+    ChangelogError,
+    ConsoleRestoreListener,
+    Mode,
+    StateConfig,
+    StateUpdater,
+    StoreCorrupted,
+    TaskState,
+)
 from streams_rt.tasks.active import ActiveTaskRunner, BatchRefused, BatchTimings, ProcessingSettings, store_specs
 from streams_rt.tasks.execution.runner import DeserializationHandler, ProcessingFailed
 from streams_rt.tasks.faults import Faults
@@ -339,6 +347,10 @@ class TaskHost:
             raise BatchError("FAILED", str(e), detail) from None
         except InputUnavailable as e:
             raise BatchError("UNAVAILABLE", str(e)) from None
+        except ChangelogError as e:  # rolled back; retriable: the broker was away, the batch may run again
+            if not e.retriable:
+                log.error("task %s: batch failed: %s", request.task, e)
+            raise BatchError("UNAVAILABLE" if e.retriable else "FAILED", f"task {request.task}: {e}") from None
         except StoreCorrupted as e:
             self._state.call(functools.partial(self._reopen_corrupted, e))
             raise BatchError(Refusal.RESTORING.value, f"task {request.task}: {e}; restoring it") from None

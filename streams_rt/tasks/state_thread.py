@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from streams_rt.state import StateUpdater, StoreCorrupted
+from streams_rt.state import ChangelogError, StateUpdater, StoreCorrupted
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +23,34 @@ POLL_TIMEOUT_S = 0.05
 
 class StateThreadStopped(RuntimeError):
     """The state thread is gone (stopped, or failed: `failure` says why); nothing can run on it."""
+
+
+class OutageBackoff:
+    """The state thread's waits while the broker cannot be reached: doubling from 0.5 s to 5 s,
+    with one log line when the outage starts and one when it ends."""
+
+    FIRST_S, MAX_S = 0.5, 5.0
+
+    def __init__(self) -> None:
+        self.began: float | None = None
+        self.wait_s = self.FIRST_S
+
+    def failed(self, error: Exception) -> float:
+        """A call failed for want of the broker: how long to wait before the next."""
+        if self.began is None:
+            self.began = time.monotonic()
+            log.warning("the broker cannot be reached (%s): restores and standbys wait for it, retrying "
+                        "every %.1f-%.0f s", error, self.FIRST_S, self.MAX_S)
+        else:
+            self.wait_s = min(self.MAX_S, self.wait_s * 2)
+        return self.wait_s
+
+    def passed(self) -> None:
+        """A poll went through: an outage, if there was one, is over."""
+        if self.began is not None:
+            log.warning("the broker answers again after %.1f s: restores and standbys go on",
+                        time.monotonic() - self.began)
+            self.began, self.wait_s = None, self.FIRST_S
 
 
 class StateThread:
@@ -60,15 +88,20 @@ class StateThread:
                     raise StateThreadStopped(f"the state thread has stopped ({self.failure})") from None
 
     def _run(self) -> None:
+        outage = OutageBackoff()
         while not self._stopping.is_set():
             try:
                 self._drain()
                 self._updater.poll(time.monotonic_ns() // 1_000_000, POLL_TIMEOUT_S)
                 self._after_poll()
+                outage.passed()
             except StoreCorrupted as e:  # one task's store: that task is reopened, the others go on
                 self._on_corruption(e)
-            except Exception as e:  # a restore that cannot go on: the host must notice and stop
-                log.exception("state thread failed")
+            except Exception as e:
+                if isinstance(e, ChangelogError) and e.retriable:  # the broker is down: wait for it
+                    self._stopping.wait(outage.failed(e))
+                    continue
+                log.exception("state thread failed")  # a restore that cannot go on: the host must stop
                 self.failure = e
                 self._stopping.set()
         self._drain()

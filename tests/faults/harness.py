@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,18 +33,91 @@ FAST = {"statestore.cache.max.bytes": 0, "heartbeat.interval.ms": 300, "session.
         "acceptable.recovery.lag": ACCEPTABLE_RECOVERY_LAG}
 
 
-def wait_for_leaders(admin: AdminClient, topics: Collection[str], timeout_s: float = 30.0) -> None:
+def wait_for_leaders(admin: AdminClient, topics: Collection[str], timeout_s: float = 30.0,
+                     partitions: int = PARTITIONS) -> None:
     """Until the metadata shows every partition of `topics` with a leader (a topic just created may
     be missing from it for a moment)."""
     deadline = time.monotonic() + timeout_s
     while True:
         metadata = admin.list_topics(timeout=10).topics
-        if all(t in metadata and len(metadata[t].partitions) == PARTITIONS
+        if all(t in metadata and len(metadata[t].partitions) == partitions
                and all(p.leader >= 0 for p in metadata[t].partitions.values()) for t in topics):
             return
         if time.monotonic() > deadline:
             raise TimeoutError(f"topics {sorted(topics)} have no leaders after {timeout_s} s")
         time.sleep(0.1)
+
+
+def create_smoke_topics(bootstrap: str) -> str:
+    """The smoke application's input and output topics under a fresh suffix; the suffix."""
+    suffix = f"-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = [f"{INPUT}{suffix}", *(f"{name}{suffix}" for name in OUTPUTS)]
+    for future in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics]).values():
+        future.result()
+    wait_for_leaders(admin, topics)
+    return suffix
+
+
+def final_verdict(bootstrap: str, guarantee: str, suffix: str, application_id: str, produced: list[Produced],
+                  problems: Collection[str]) -> Verdict:
+    """The verifier's verdict on a stopped application, `problems` (the invariants') first; under
+    exactly-once a transaction left open is one more."""
+    found = list(problems)
+    if guarantee == "exactly_once_v2":
+        left_open = open_transactions(bootstrap, [f"{name}{suffix}" for name in OUTPUTS])
+        found += [f"{tp}: a transaction left open ({n} offsets)" for tp, n in left_open.items()]
+    verdict = verify(guarantee, produced, read_outputs(bootstrap, suffix), changelog_state(bootstrap, application_id))
+    verdict.problems[:0] = found
+    return verdict
+
+
+def task_counts(group: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+    """(active, standby) tasks per member of `group` (the coordinator's describe()) at its current
+    generation; warm-up replicas (KIP-441) are not counted as standbys."""
+    return {member: (len(m.get("active", [])), len(set(m.get("standby", [])) - set(m.get("warmup", []))))
+            for member, m in group["members"].items() if m["generation"] == group["generation"]}
+
+
+def is_settled(group: Mapping[str, Any], counts: Mapping[str, tuple[int, int]], hosts: int) -> bool:
+    """The group stable over `hosts` members, every task active once and, with two or more hosts,
+    num.standby.replicas (1) standby of each."""
+    standbys = PARTITIONS if hosts > 1 else 0
+    return (group["state"] == "STABLE" and len(counts) == hosts and sum(a for a, _ in counts.values()) == PARTITIONS
+            and sum(s for _, s in counts.values()) == standbys)
+
+
+def without_warmups(statuses: dict[str, dict[str, Any]], group: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Host statuses with only their standbys (not warm-ups) left in `standby_lag`."""
+    for status in statuses.values():
+        warmups = set(group["members"].get(status["member_id"], {}).get("warmup", []))
+        status["standby_lag"] = {t: lag for t, lag in status["standby_lag"].items() if t not in warmups}
+    return statuses
+
+
+def settle_group(describe: Callable[[], Mapping[str, Any]], wait: Callable[[Callable[[], bool], float, str], None],
+                 host_statuses: Callable[[], dict[str, dict[str, Any]]], hosts: int,
+                 timeout_s: float) -> dict[str, tuple[int, int]]:
+    """Until the group (`describe`: the coordinator's) is stable over `hosts` members with every task
+    active once and, with two or more hosts, num.standby.replicas (1) standby of each, every standby
+    (warm-ups aside) caught up within acceptable.recovery.lag; the (active, standby) counts per
+    member. `wait(done, timeout_s, what)` waits, running whatever has to run meanwhile."""
+    standbys = PARTITIONS if hosts > 1 else 0
+    counts: dict[str, tuple[int, int]] = {}
+
+    def settled() -> bool:
+        nonlocal counts
+        group = describe()
+        counts = task_counts(group)
+        return is_settled(group, counts, hosts)
+
+    try:
+        wait(settled, timeout_s, f"{hosts} hosts with {PARTITIONS} active and {standbys} standby tasks")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; (active, standby) per member: {counts}") from None
+    invariants.wait_for_standbys(lambda: without_warmups(host_statuses(), describe()), standbys,
+                                 ACCEPTABLE_RECOVERY_LAG)
+    return counts
 
 
 @dataclass
@@ -70,12 +143,7 @@ class FaultRun:
                  records: list[tuple[str, int]] | None = None, duration_s: float = 20.0,
                  batch_records: int = 300, **props: Any) -> None:
         self.bootstrap, self.guarantee = bootstrap, guarantee
-        self.suffix = f"-{uuid.uuid4().hex[:8]}"
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        topics = [f"{INPUT}{self.suffix}", *(f"{name}{self.suffix}" for name in OUTPUTS)]
-        for future in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics]).values():
-            future.result()
-        wait_for_leaders(admin, topics)
+        self.suffix = create_smoke_topics(bootstrap)
         self.ownership_log = work_dir / "ownership.log"
         properties = {"application.id": f"faults-{uuid.uuid4().hex[:10]}", "bootstrap.servers": bootstrap,
                       "processing.guarantee": guarantee, "task.ownership.log": str(self.ownership_log),
@@ -174,41 +242,10 @@ class FaultRun:
         return statuses
 
     def task_counts(self) -> dict[str, tuple[int, int]]:
-        """(active, standby) tasks per group member at the current generation, as the coordinator
-        assigned them; warm-up replicas (KIP-441) are not counted as standbys."""
-        group = self.app.coordinator.describe()
-        return {member: (len(m.get("active", [])), len(set(m.get("standby", [])) - set(m.get("warmup", []))))
-                for member, m in group["members"].items() if m["generation"] == group["generation"]}
+        return task_counts(self.app.coordinator.describe())
 
     def settle(self, hosts: int, timeout_s: float = 120.0) -> dict[str, tuple[int, int]]:
-        """Until the group is stable over `hosts` members with every task active once and, with two
-        or more hosts, num.standby.replicas (1) standby of each, every standby caught up within
-        acceptable.recovery.lag; the (active, standby) counts per member."""
-        standbys = PARTITIONS if hosts > 1 else 0
-        counts: dict[str, tuple[int, int]] = {}
-
-        def settled() -> bool:
-            nonlocal counts
-            counts = self.task_counts()
-            return (self.app.coordinator.describe()["state"] == "STABLE" and len(counts) == hosts
-                    and sum(a for a, _ in counts.values()) == PARTITIONS
-                    and sum(s for _, s in counts.values()) == standbys)
-
-        try:
-            self.run_until(settled, timeout_s, f"{hosts} hosts with {PARTITIONS} active and {standbys} standby tasks")
-        except AssertionError as e:
-            raise AssertionError(f"{e}; (active, standby) per member: {counts}") from None
-        invariants.wait_for_standbys(self.standby_statuses, standbys, ACCEPTABLE_RECOVERY_LAG)
-        return counts
-
-    def standby_statuses(self) -> dict[str, dict[str, Any]]:
-        """Host statuses with only their standbys (not warm-ups) in `standby_lag`."""
-        group = self.app.coordinator.describe()["members"]
-        statuses = self.host_statuses()
-        for status in statuses.values():
-            warmups = set(group.get(status["member_id"], {}).get("warmup", []))
-            status["standby_lag"] = {t: lag for t, lag in status["standby_lag"].items() if t not in warmups}
-        return statuses
+        return settle_group(self.app.coordinator.describe, self.run_until, self.host_statuses, hosts, timeout_s)
 
     # -- the end -------------------------------------------------------------------------------
     def finish(self, fault: str, summary: list[SummaryRow], extra_problems: Collection[str] = ()) -> Verdict:
@@ -221,12 +258,7 @@ class FaultRun:
         self.loop.close()
         self.app.close()
         problems += invariants.stale_task_locks(self.work_dir, self.application_id, live_pids=())
-        if self.guarantee == "exactly_once_v2":
-            left_open = open_transactions(self.bootstrap, [f"{name}{self.suffix}" for name in OUTPUTS])
-            problems += [f"{tp}: a transaction left open ({n} offsets)" for tp, n in left_open.items()]
-        verdict = verify(self.guarantee, produced, read_outputs(self.bootstrap, self.suffix),
-                         changelog_state(self.bootstrap, self.application_id))
-        verdict.problems[:0] = problems
+        verdict = final_verdict(self.bootstrap, self.guarantee, self.suffix, self.application_id, produced, problems)
         summary.append(SummaryRow(fault, self.guarantee, verdict, self.recovery_s))
         return verdict
 

@@ -35,14 +35,15 @@ class CheckpointWatch:
 
     work_dir: Path
     application_id: str
+    hosts_glob: str = "*"  # each host's directory under work_dir, holding its state/
     highest: dict[tuple[str, str, TopicPartition], int] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)
     samples: int = 0
 
     def sample(self) -> None:
         self.samples += 1
-        for path in self.work_dir.glob(f"*/state/{self.application_id}/*/{CHECKPOINT_FILE}"):
-            host, task = path.parts[-5], path.parts[-2]
+        for path in self.work_dir.glob(f"{self.hosts_glob}/state/{self.application_id}/*/{CHECKPOINT_FILE}"):
+            host, task = path.relative_to(self.work_dir).parts[0], path.parts[-2]
             try:
                 offsets = parse_checkpoint(path.read_text())
             except (OSError, CorruptCheckpoint, UnicodeDecodeError):
@@ -68,11 +69,12 @@ def flock_holders() -> dict[int, int]:
     return holders
 
 
-def stale_task_locks(work_dir: Path, application_id: str, live_pids: Collection[int]) -> list[str]:
+def stale_task_locks(work_dir: Path, application_id: str, live_pids: Collection[int],
+                     hosts_glob: str = "*") -> list[str]:
     """Task directories whose `.lock` is held by a process that is not one of `live_pids`."""
     holders = flock_holders()
     stale = []
-    for lock in work_dir.glob(f"*/state/{application_id}/*/{LOCK_FILE}"):
+    for lock in work_dir.glob(f"{hosts_glob}/state/{application_id}/*/{LOCK_FILE}"):
         try:
             pid = holders.get(os.stat(lock).st_ino)
         except OSError:

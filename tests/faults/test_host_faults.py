@@ -86,6 +86,20 @@ def test_kill_9_mid_batch_three_times_in_a_row(runs: Runs, summary: list[Summary
     assert cut >= 1, "no kill landed while the victim's batch was in flight"
 
 
+@pytest.mark.faults
+def test_kill_9_mid_batch_three_times_with_20000_random_keys(runs: Runs, summary: list[SummaryRow]) -> None:
+    """The driver's random mode: 20,000 keys, a few values each, so every batch touches many keys
+    and the stores and changelogs hold many; exactly-once, the exact check."""
+    from tests.faults.driver import random_workload
+
+    run = runs.start("exactly_once_v2", duration_s=45.0, records=random_workload(20_000, 40_000))
+    run.settle(hosts=3)
+    kill_three_times(run)
+    verdict = run.finish("kill -9 mid-batch x3, 20,000 random keys", summary)
+    assert verdict.passed, verdict.problems
+    assert verdict.verified == verdict.produced == 40_000
+
+
 def rotate(run: FaultRun) -> list[tuple[str, dict[str, tuple[int, int]]]]:
     """Stop each host cleanly and start it again, in turn; then down to one host and back. After
     every change the counts settle: every task active once, with one standby while two or more

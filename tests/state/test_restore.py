@@ -350,3 +350,15 @@ def test_a_restore_without_progress_is_an_error(tmp_path: Path) -> None:
     reader.restore(_Task(), {tp: store}, {tp: 0}, {tp: 5})
     with pytest.raises(ChangelogError, match="no progress"):
         reader.finish_restores()
+
+
+def test_split_events_passes_over_a_broker_outage_and_keeps_the_records_around_it(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The consumer reports a lost connection as an event in the batch; it reconnects by itself, so
+    the records before and after it are applied, not dropped with a failed batch."""
+    caplog.set_level("INFO", logger="streams_rt.state.restore")
+    batch = [_record(3, b"a"), _event(4, KafkaError._TRANSPORT), _record(4, b"b"),
+             _event(5, KafkaError._ALL_BROKERS_DOWN)]
+    records, eofs = split_events(batch)
+    assert [m.offset() for m in records] == [3, 4] and eofs == []
+    assert sum("reconnects by itself" in r.getMessage() for r in caplog.records) == 2
