@@ -41,7 +41,7 @@ class Failover:
 def _streams_rt(standbys: int) -> Callable[[Run], list[list[str]]]:
     def commands(run: Run) -> list[list[str]]:
         return [[sys.executable, str(APPS / "streams_rt_app.py"), run.bootstrap, run.source, run.sink, str(run.work),
-                 str(max(1, run.batch_records // 4)), str(standbys)]]
+                 str(max(1, run.batch_records // 4)), "--standbys", str(standbys)]]
     return commands
 
 
