@@ -3,8 +3,8 @@ store, every update to the output topic (the topology's sink). Runs until termin
 
 As a Kafka Streams user would, it starts processing only once the group is stable with every task
 host holding active tasks: hosts that start together join one at a time, and the first would
-otherwise run every task while the rest wait (once the changelogs pass acceptable.recovery.lag, a
-late host gets only warm-ups until a probing rebalance, minutes later).
+otherwise run every task while the rest hold warm-ups or standbys until a probing rebalance, minutes
+later (see wait_for_group).
 
 Scale-out (bench/peers/scaleout.py): when the file WORK_DIR/add-host appears, it starts one more task
 host and writes WORK_DIR/scale-out.json once the group is stable again with the new host running
@@ -69,20 +69,21 @@ def group_ready(status: Mapping[str, Any], hosts: int) -> bool:
             and all(t["state"] == "RUNNING" for t in status["tasks"]))
 
 
-def waiting_for_warm_ups(status: Mapping[str, Any], hosts: int) -> bool:
-    """A stable group of `hosts` members where some member holds warm-ups but no active task."""
+def waiting_for_probe(status: Mapping[str, Any], hosts: int) -> bool:
+    """A stable group of `hosts` members where some member holds no active task (warm-ups or
+    standbys only)."""
     members = status["hosts"]
-    return (status["state"] == "STABLE" and len(members) == hosts
-            and any(m["warmup"] and not m["active"] for m in members))
+    return status["state"] == "STABLE" and len(members) == hosts and any(not m["active"] for m in members)
 
 
 def wait_for_group(coordinator: Coordinator, hosts: int, timeout_s: float) -> Mapping[str, Any]:
     """Until group_ready; the status then. Raises TimeoutError with the last status.
 
-    A host that joins a moment after the others gets warm-ups only, even of empty changelogs (a
-    store opened just before a round reports no offsets, so the assignor cannot count it caught up),
-    and would wait for the probing rebalance (probing.rebalance.interval.ms, 10 minutes): once its
-    warm-ups have had PROBE_AFTER_S, this asks the coordinator for that rebalance now."""
+    A host that joins a moment after the others gets warm-ups or standbys only, even of empty
+    changelogs (a store opened just before a round reports unknown offsets, so the assignor cannot
+    count it caught up), and would wait for the probing rebalance (probing.rebalance.interval.ms, 10
+    minutes): once the group has been stable so for PROBE_AFTER_S, this asks the coordinator for that
+    rebalance now."""
     deadline = time.monotonic() + timeout_s
     stable_since: float | None = None
     while not group_ready(now := coordinator.status(), hosts):
@@ -90,14 +91,15 @@ def wait_for_group(coordinator: Coordinator, hosts: int, timeout_s: float) -> Ma
             raise TimeoutError(f"group not ready with {hosts} hosts after {timeout_s:.0f} s: "
                                f"state {now['state']}, hosts {[(m['name'], m['active']) for m in now['hosts']]}, "
                                f"tasks {[(t['task'], t['state']) for t in now['tasks']]}")
-        if not waiting_for_warm_ups(now, hosts):
+        if not waiting_for_probe(now, hosts):
             stable_since = None
         elif stable_since is None:
             stable_since = time.monotonic()
         elif time.monotonic() - stable_since > PROBE_AFTER_S:
-            print(f"bench: a host holds warm-ups only ({[(m['name'], m['warmup']) for m in now['hosts']]}); "
+            held = [(m["name"], m["active"], m["standby"], m["warmup"]) for m in now["hosts"]]
+            print(f"bench: a host holds no active task (name, active, standby, warm-up: {held}); "
                   "asking for the probing rebalance now", flush=True)
-            coordinator.request_rebalance("bench: warm-ups of a host that holds no active task")
+            coordinator.request_rebalance("bench: a host holds no active task")
             stable_since = None
         time.sleep(0.05)
     return now
