@@ -203,13 +203,16 @@ def measure(case: ScaleOut, run: Run, keys: int, rate: float) -> tuple[float, st
             return float("nan"), "never ready or no worker added"
         alive = lambda: procs.running() and all(p.running() for p in added.procs)  # noqa: E731
         verified = wait_for_output(watch, feed_state.expected(), CATCH_UP_S, alive)
-        change = case.change(run, added.at_ms) if verified else None
     finally:
         for p in [procs, *added.procs]:
             p.stop()
         watch.close()
-    if change is None:
+    if not verified:
         return float("nan"), f"output wrong or incomplete ({watch.mismatches(feed_state.expected()):,} keys differ)"
+    try:
+        change = case.change(run, added.at_ms)
+    except RuntimeError as e:
+        return float("nan"), f"no change seen: {e}"
     if change.done_ms > feed_state.timed_to_ms:
         late_s = (change.done_ms - feed_state.timed_to_ms) / 1000
         return float("nan"), f"the change ended {late_s:.0f} s after the input stopped"
