@@ -7,7 +7,8 @@ task has processed by a broker time are the counts of its keys (task = input par
 the key) as of that time. It counts a record when its effect comes out, whatever the system's output
 cadence (Kafka Streams' record cache folds updates to a key between commits). The windows:
 
-- before: the BEFORE_S seconds before the change started;
+- before: the BEFORE_S seconds before the worker was added (its start-up already takes CPU from the
+  others on this 2-core machine: seconds for a JVM or a task host);
 - during: from the group's first round after the worker was added (its join noticed) until the
   change is done (the group settled, the new worker holding its tasks), at least MIN_DURING_S long
   (output comes in batches or at commits: a shorter window measures their cadence). A stall that is
@@ -218,7 +219,7 @@ def measure(case: ScaleOut, run: Run, keys: int, rate: float) -> tuple[float, st
         return float("nan"), f"the change ended {late_s:.0f} s after the input stopped"
     stayed = frozenset(range(PARTITIONS)) - change.moved
     during_to = max(change.done_ms, change.started_ms + MIN_DURING_S * 1000)
-    before = progress.rate(stayed, change.started_ms - BEFORE_S * 1000, change.started_ms)
+    before = progress.rate(stayed, added.at_ms - BEFORE_S * 1000, added.at_ms)
     during = progress.rate(stayed, change.started_ms, during_to)
     note = (f"{case.label}; tasks {sorted(stayed)} stayed, {sorted(change.moved)} moved; {before:,.0f} records/s "
             f"before, {during:,.0f} during the change ({(change.done_ms - change.started_ms) / 1000:.1f} s, "
