@@ -82,6 +82,12 @@ class TaskProgress:
             self.seen[key] = count
             self.records[task].append((ts_ms, new))
 
+    def longest_gap(self, tasks: frozenset[int], from_ms: float, to_ms: float) -> float:
+        """The longest span in seconds within [from_ms, to_ms) with no output of `tasks` (a stall, or
+        the output cadence: batches, commits)."""
+        times = sorted({from_ms, to_ms, *(ts for t in tasks for ts, _ in self.records[t] if from_ms <= ts < to_ms)})
+        return max(b - a for a, b in zip(times, times[1:], strict=False)) / 1000
+
     def rate(self, tasks: frozenset[int], from_ms: float, to_ms: float) -> float:
         """Records/s of `tasks` that came out in [from_ms, to_ms)."""
         total = sum(n for t in tasks for ts, n in self.records[t] if from_ms <= ts < to_ms)
@@ -224,7 +230,10 @@ def measure(case: ScaleOut, run: Run, keys: int, rate: float) -> tuple[float, st
     note = (f"{case.label}; tasks {sorted(stayed)} stayed, {sorted(change.moved)} moved; {before:,.0f} records/s "
             f"before, {during:,.0f} during the change ({(change.done_ms - change.started_ms) / 1000:.1f} s, "
             f"from {(change.started_ms - added.at_ms) / 1000:.1f} s after the worker was added; "
-            f"window {(during_to - change.started_ms) / 1000:.1f} s){restarts_note(run)}")
+            f"window {(during_to - change.started_ms) / 1000:.1f} s; longest output gap of the stayed tasks "
+            f"{progress.longest_gap(stayed, change.started_ms, during_to):.1f} s during, "
+            f"{progress.longest_gap(stayed, added.at_ms - BEFORE_S * 1000, added.at_ms):.1f} s before)"
+            f"{restarts_note(run)}")
     if not stayed or before <= 0:
         return float("nan"), note
     return during / before, note
