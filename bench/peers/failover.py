@@ -5,8 +5,10 @@ at their usual latency). With one standby (num.standby.replicas=1) and without, 
 standbys; Quix Streams has none (its state comes back from its changelog topics).
 
 Workers: a streams_rt task host (local[2] runs two, as OS processes), one of two Kafka Streams
-instances (one stream thread each), one of two Quix Streams processes. Spark's local[2] has no
-executor to kill (its executors are threads of the driver): its row is left out."""
+instances (one stream thread each), one of two Quix Streams processes, one of two Spark executor JVMs
+for Spark SQL's groupBy().agg(): Spark's local[2] has no executor to kill (its executors are threads
+of the driver), so that row runs in local-cluster[2,1,1024], and its state comes back by reloading the
+lost executor's state stores from the checkpoint (Spark has no standbys)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from bench.peers.workload import OutputWatch, create_topics, wait_for_output
 KILL_AFTER_S = 10.0  # into the timed part of the feed
 AFTER_KILL_MS = 1000.0  # the records whose latency makes the figure: produced this soon after the kill
 CATCH_UP_S = 120.0
+SPARK_CLUSTER = "local-cluster[2,1,1024]"
 
 
 @dataclass(frozen=True)
@@ -41,20 +44,26 @@ class Failover:
 def _streams_rt(standbys: int) -> Callable[[Run], list[list[str]]]:
     def commands(run: Run) -> list[list[str]]:
         return [[sys.executable, str(APPS / "streams_rt_app.py"), run.bootstrap, run.source, run.sink, str(run.work),
-                 str(max(1, run.batch_records // 4)), str(standbys)]]
+                 str(max(1, run.batch_records // 4)), "--standbys", str(standbys)]]
     return commands
 
 
 def _task_host(procs: SystemProcesses) -> int:
-    """One of streams_rt's task hosts (`python -m streams_rt.tasks.host_main`)."""
+    """One of streams_rt's task hosts (`python -m streams_rt.iq.host_main`, the host with its query
+    server; matched as `host_main`, so a host started by the other entry point counts too)."""
+    return _descendant(procs, b"host_main", "streams_rt task host")
+
+
+def _descendant(procs: SystemProcesses, marker: bytes, what: str) -> int:
+    """The first process (lowest pid) of the system whose command line holds `marker`."""
     for pid in sorted(descendants([p.pid for p in procs.procs])):
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"streams_rt.tasks.host_main" in command:
+        if marker in command:
             return pid
-    raise RuntimeError("no streams_rt task host found")
+    raise RuntimeError(f"no {what} found")
 
 
 def _kafka_streams(standbys: int) -> Callable[[Run], list[list[str]]]:
@@ -76,12 +85,23 @@ def _second(procs: SystemProcesses) -> int:
     return procs.procs[1].pid
 
 
+def _spark_sql(run: Run) -> list[list[str]]:
+    return [[sys.executable, str(APPS / "spark_apps.py"), "sql", run.bootstrap, run.source, run.sink, str(run.work),
+             str(run.batch_records), SPARK_CLUSTER]]
+
+
+def _executor(procs: SystemProcesses) -> int:
+    """One of Spark's executor JVMs (CoarseGrainedExecutorBackend)."""
+    return _descendant(procs, b"CoarseGrainedExecutorBackend", "Spark executor")
+
+
 FAILOVERS = [
     Failover("streams_rt", 1, _streams_rt(1), _task_host),
     Failover("streams_rt", 0, _streams_rt(0), _task_host),
     Failover("Kafka Streams", 1, _kafka_streams(1), _second),
     Failover("Kafka Streams", 0, _kafka_streams(0), _second),
     Failover("Quix Streams", None, _quix, _second),
+    Failover("Spark SQL groupBy().agg()", None, _spark_sql, _executor),
 ]
 
 

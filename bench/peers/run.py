@@ -9,8 +9,9 @@ processes); its output is checked against the expected totals of every key befor
 is printed. Figures: sustained throughput (records/s from the first output burst to the last output,
 broker clock) and peak RSS of all its processes (sampled every 0.5 s); latency p50/p99 at half
 streams_rt's throughput (bench/peers/latency.py); failover, a worker killed mid-stream, with one standby
-and without (bench/peers/failover.py); restore of a 5M-record changelog, 1 task and 8, ours
-against Kafka Streams' own (bench/peers/restore.py).
+and without (bench/peers/failover.py); scale-out, one worker added mid-stream, the throughput of the
+tasks that stayed during the change against before (bench/peers/scaleout.py); restore of a 5M-record
+changelog, 1 task and 8, ours against Kafka Streams' own (bench/peers/restore.py).
 
     python bench/peers/run.py [--records 10000000] [--keys 100000] [--systems streams_rt,Quix Streams]
 
@@ -31,11 +32,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from bench.peers import failover, restore  # noqa: E402
+from bench.peers import failover, restore, scaleout  # noqa: E402
 from bench.peers.latency import Feed, LatencyTracker, feed  # noqa: E402
 from bench.peers.processes import SystemProcesses  # noqa: E402
 from bench.peers.report import BASELINE, Figure, Results, chart, table  # noqa: E402
-from bench.peers.systems import SYSTEMS, Run, System, environment  # noqa: E402
+from bench.peers.systems import SYSTEMS, Run, System, environment, restarts_note  # noqa: E402
 from bench.peers.workload import Expected, OutputWatch, create_topics, produce, wait_for_output  # noqa: E402
 from bench.processing import bench_workspace  # noqa: E402
 
@@ -43,6 +44,7 @@ CHART = REPO / "bench" / "results" / "peers.png"
 THROUGHPUT, RSS, LATENCY_P50, LATENCY_P99 = "throughput", "peak RSS", "latency p50", "latency p99"
 LATENCY_CATCH_UP_S = 60.0
 FAILOVER_STANDBY, FAILOVER_NO_STANDBY = "failover, 1 standby", "failover, no standby"
+SCALE_OUT = "scale-out, tasks that stayed"
 # (system, figure, streams_rt's advantage it must reach): issue 19's targets.
 TARGETS = [
     ("Spark transformWithStateInPandas", THROUGHPUT, 2.0),
@@ -72,7 +74,7 @@ def measure(system: System, run: Run, expected: Expected, timeout_s: float, resu
               f"{watch.outputs:,} outputs; log: {run.work / 'system.log'}", file=sys.stderr)
         print("".join(_tail(run.work / "system.log")), file=sys.stderr)
     rate = watch.rate(expected) if verified else float("nan")
-    note = f"{watch.outputs:,} outputs" if verified else "output wrong: not measured"
+    note = (f"{watch.outputs:,} outputs" if verified else "output wrong: not measured") + restarts_note(run)
     if system.share > 1:
         note += f", first {expected.records:,} records only"
     results.add(Figure(system.name, THROUGHPUT, rate, "records/s", note=note))
@@ -118,6 +120,13 @@ def measure_failover(case: failover.Failover, run: Run, keys: int, rate: float, 
                        note=note if case.standbys is not None else f"{note}; it has no standbys"))
 
 
+def measure_scale_out(case: scaleout.ScaleOut, run: Run, keys: int, rate: float, results: Results) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {case.system}: scale-out ({case.label}) at {rate:,.0f} records/s ...",
+          file=sys.stderr)
+    fraction, note = scaleout.measure(case, run, keys, rate)
+    results.add(Figure(case.system, SCALE_OUT, fraction * 100, "% of before", note=note))
+
+
 def measure_restore(bootstrap: str, records: int, tasks: int, results: Results) -> None:
     """Restore figures (records/s): ours with the deferred compaction counted, Kafka Streams' own."""
     print(f"{time.strftime('%H:%M:%S')} restore of {records:,} records, {tasks} task(s) ...", file=sys.stderr)
@@ -146,6 +155,8 @@ def main() -> None:
                         help="timed seconds of input at half streams_rt's throughput (0: no latency figures)")
     parser.add_argument("--failover-seconds", type=float, default=30.0,
                         help="timed seconds of input for the failover figures (0: none)")
+    parser.add_argument("--scale-out", action=argparse.BooleanOptionalAction, default=True,
+                        help="the scale-out figures (bench/peers/scaleout.py), at a third of streams_rt's throughput")
     parser.add_argument("--restore-records", type=int, default=5_000_000,
                         help="changelog records for the restore figures (bench/peers/restore.py; 0: none)")
     parser.add_argument("--chart", type=Path, default=CHART)
@@ -180,6 +191,12 @@ def main() -> None:
                 run = Run(bootstrap, f"peers-failover-input-{i}-{stamp}", f"peers-failover-output-{i}-{stamp}",
                           work / f"failover-{i}", int(ours * 5))
                 measure_failover(case, run, args.keys, ours / 2, args.failover_seconds, results)
+        if args.scale_out and ours is not None and ours == ours:
+            names = {s.name for s in wanted}
+            for i, scale in enumerate(c for c in scaleout.SCALE_OUTS if c.system in names):
+                run = Run(bootstrap, f"peers-scale-input-{i}-{stamp}", f"peers-scale-output-{i}-{stamp}",
+                          work / f"scale-out-{i}", int(ours * 5))
+                measure_scale_out(scale, run, args.keys, ours / 3, results)
         if args.restore_records > 0 and {BASELINE, "Kafka Streams"} <= {s.name for s in wanted}:
             for tasks in (1, 8):
                 measure_restore(bootstrap, args.restore_records, tasks, results)
@@ -202,6 +219,14 @@ def main() -> None:
     with_standby, without = results.value(BASELINE, FAILOVER_STANDBY), results.value(BASELINE, FAILOVER_NO_STANDBY)
     if with_standby and without and with_standby == with_standby and without == without:
         print(f"ratio {without / with_standby:.2f} target 5.00  (failover: streams_rt without a standby / with one)")
+    spark = results.value("Spark SQL groupBy().agg()", FAILOVER_NO_STANDBY)
+    if with_standby and spark and with_standby == with_standby and spark == spark:
+        print(f"ratio {spark / with_standby:.2f} target 1.00  (failover: Spark SQL's state reload on executor loss / "
+              f"streams_rt with a standby)")
+    stayed = results.value(BASELINE, SCALE_OUT)
+    if stayed is not None and stayed == stayed:
+        print(f"ratio {stayed / 100:.2f} target 0.90  (scale-out: streams_rt's tasks that stayed, throughput during "
+              f"the change / before)")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,13 @@ class System:
     share: int = 1
 
 
+def restarts_note(run: Run) -> str:
+    """', query restarted N times' when streams_rt's bench app had to start its query again (see
+    bench/peers/apps/streams_rt_app.py), else ''."""
+    restarts = run.work / "query-restarts"
+    return f", query restarted {restarts.read_text()} times" if restarts.exists() else ""
+
+
 def environment() -> dict[str, str]:
     """The systems' environment: ours, with the repository importable (the apps and the task hosts
     import bench.peers.apps.* by name)."""

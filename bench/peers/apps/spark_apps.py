@@ -5,7 +5,9 @@ state store provider with changelog checkpointing. Two flavours:
 - `sql`: `groupBy(key).agg(count, sum)`, the JVM operators;
 - `python`: `transformWithStateInPandas`, Spark's Python stateful API (a ValueState per key).
 
-    python bench/peers/apps/spark_apps.py sql|python BOOTSTRAP INPUT OUTPUT WORK_DIR MAX_OFFSETS_PER_TRIGGER
+    python bench/peers/apps/spark_apps.py sql|python BOOTSTRAP INPUT OUTPUT WORK_DIR MAX_OFFSETS_PER_TRIGGER [MASTER]
+
+MASTER is local[2] unless given (the failover figure runs local-cluster[2,1,1024]: executor JVMs to kill).
 
 Runs until terminated. The Kafka connector (spark-sql-kafka-0-10 and what it needs beyond Spark's own
 jars) is resolved from Maven Central by `make bench-peers` into build/peers-spark-kafka/libs
@@ -31,8 +33,8 @@ from streams_rt.spark.session import build_session  # noqa: E402
 KAFKA_CONNECTOR = REPO / "build" / "peers-spark-kafka" / "libs"
 
 
-def session(work: Path, shuffle_partitions: int = 4) -> SparkSession:
-    return build_session("local[2]", "peers-spark", {
+def session(work: Path, master: str, shuffle_partitions: int = 4) -> SparkSession:
+    return build_session(master, "peers-spark", {
         "spark.jars": ",".join(str(jar) for jar in sorted(KAFKA_CONNECTOR.glob("*.jar"))),
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.streaming.stateStore.providerClass":
@@ -83,7 +85,7 @@ def with_python(records: DataFrame) -> DataFrame:
 
 def main() -> None:
     flavour, bootstrap, source, sink, work, max_offsets = sys.argv[1:7]
-    spark = session(Path(work))
+    spark = session(Path(work), sys.argv[7] if len(sys.argv) > 7 else "local[2]")
     spark.sparkContext.setLogLevel("ERROR")
     records = read(spark, bootstrap, source, int(max_offsets))
     output = with_sql(records) if flavour == "sql" else with_python(records)

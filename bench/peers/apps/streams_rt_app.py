@@ -1,13 +1,26 @@
 """The bench/peers workload in streams_rt, run in Spark local[2]: per-key count and sum in a RocksDB
 store, every update to the output topic (the topology's sink). Runs until terminated.
 
-    python bench/peers/apps/streams_rt_app.py BOOTSTRAP INPUT OUTPUT WORK_DIR BATCH [STANDBYS]"""
+As a Kafka Streams user would, it starts processing only once the group is stable with every task
+host holding active tasks: hosts that start together join one at a time, and the first would
+otherwise run every task while the rest hold warm-ups or standbys until a probing rebalance, minutes
+later (see wait_for_group).
+
+Scale-out (bench/peers/scaleout.py): when the file WORK_DIR/add-host appears, it starts one more task
+host and writes WORK_DIR/scale-out.json once the group is stable again with the new host running
+tasks: when that was, when the group's first round after the addition started, and which tasks moved.
+
+    python bench/peers/apps/streams_rt_app.py BOOTSTRAP INPUT OUTPUT WORK_DIR BATCH
+        [--standbys N] [--hosts N] [--acceptable-recovery-lag N]"""
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +28,19 @@ REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
 from pyspark.sql import DataFrame  # noqa: E402
+from pyspark.sql.streaming.query import StreamingQuery  # noqa: E402
 
+from streams_rt.coordinator.service import Coordinator  # noqa: E402
+from streams_rt.spark.runtime import StreamsRuntime  # noqa: E402
 from streams_rt.topology import Serdes, StreamsBuilder, Topology  # noqa: E402
+
+GROUP_READY_TIMEOUT_S = 300.0
+PROBE_AFTER_S = 2.0
+ADD_HOST_FILE, SCALE_OUT_FILE = "add-host", "scale-out.json"
+# A query that fails is started again (it resumes from the tasks' committed positions), each time
+# counted here: the source's commit fails on a batch planned for a task that was moving (no endpoint:
+# "URI has empty scheme"), a runtime bug the harness reports rather than lets end the run.
+RESTARTS_FILE = "query-restarts"
 
 
 def add(key: str, amount: str, agg: list[int]) -> list[int]:
@@ -36,26 +60,118 @@ def drain(batch: DataFrame, _batch_id: int) -> None:
     batch.count()
 
 
+def group_ready(status: Mapping[str, Any], hosts: int) -> bool:
+    """The coordinator's status (Coordinator.status()) shows a stable group of `hosts` members, each
+    holding active tasks of the current generation with nothing left to revoke, and every task RUNNING."""
+    members = status["hosts"]
+    return (status["state"] == "STABLE" and len(members) == hosts and bool(status["tasks"])
+            and all(m["active"] and not m["revoke"] and m["generation"] == status["generation"] for m in members)
+            and all(t["state"] == "RUNNING" for t in status["tasks"]))
+
+
+def waiting_for_probe(status: Mapping[str, Any], hosts: int) -> bool:
+    """A stable group of `hosts` members where some member holds no active task (warm-ups or
+    standbys only)."""
+    members = status["hosts"]
+    return status["state"] == "STABLE" and len(members) == hosts and any(not m["active"] for m in members)
+
+
+def wait_for_group(coordinator: Coordinator, hosts: int, timeout_s: float) -> Mapping[str, Any]:
+    """Until group_ready; the status then. Raises TimeoutError with the last status.
+
+    A host that joins a moment after the others gets warm-ups or standbys only, even of empty
+    changelogs (a store opened just before a round reports unknown offsets, so the assignor cannot
+    count it caught up), and would wait for the probing rebalance (probing.rebalance.interval.ms, 10
+    minutes): once the group has been stable so for PROBE_AFTER_S, this asks the coordinator for that
+    rebalance now."""
+    deadline = time.monotonic() + timeout_s
+    stable_since: float | None = None
+    while not group_ready(now := coordinator.status(), hosts):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"group not ready with {hosts} hosts after {timeout_s:.0f} s: "
+                               f"state {now['state']}, hosts {[(m['name'], m['active']) for m in now['hosts']]}, "
+                               f"tasks {[(t['task'], t['state']) for t in now['tasks']]}")
+        if not waiting_for_probe(now, hosts):
+            stable_since = None
+        elif stable_since is None:
+            stable_since = time.monotonic()
+        elif time.monotonic() - stable_since > PROBE_AFTER_S:
+            held = [(m["name"], m["active"], m["standby"], m["warmup"]) for m in now["hosts"]]
+            print(f"bench: a host holds no active task (name, active, standby, warm-up: {held}); "
+                  "asking for the probing rebalance now", flush=True)
+            coordinator.request_rebalance("bench: a host holds no active task")
+            stable_since = None
+        time.sleep(0.05)
+    return now
+
+
+def owners(status: Mapping[str, Any]) -> dict[str, str | None]:
+    return {t["task"]: t["active"] for t in status["tasks"]}
+
+
+def scale_out(runtime: StreamsRuntime, hosts: int, work: Path) -> None:
+    """Start one more task host; write SCALE_OUT_FILE once the group is ready with it (epoch ms)."""
+    coordinator = runtime.app.coordinator
+    before = coordinator.status()
+    added_ms = time.time() * 1000
+    runtime.app.start_host(f"host-{hosts}")
+    after = wait_for_group(coordinator, hosts + 1, GROUP_READY_TIMEOUT_S)
+    done_ms = time.time() * 1000
+    rounds = [r for r in after["rebalances"] if r["generation"] > before["generation"]]
+    moved = sorted(t for t, owner in owners(after).items() if owners(before).get(t) != owner)
+    report = {"added_ms": added_ms, "round_started_ms": min((r["started_ms"] for r in rounds), default=None),
+              "done_ms": done_ms, "moved": moved, "tasks": sorted(owners(after)),
+              "generations": [r["generation"] for r in rounds]}
+    (work / SCALE_OUT_FILE).write_text(json.dumps(report))
+    print(f"scale-out: {report}", flush=True)
+
+
+def start_query(runtime: StreamsRuntime) -> StreamingQuery:
+    return runtime.stream().writeStream.foreachBatch(drain).trigger(processingTime="0 seconds").start()
+
+
 def main() -> None:
-    from streams_rt import StreamsRuntime
     from streams_rt.spark.session import build_session
 
-    bootstrap, source, sink, work, batch = sys.argv[1:6]
-    standbys = int(sys.argv[6]) if len(sys.argv) > 6 else 0
+    parser = argparse.ArgumentParser()
+    for name in ("bootstrap", "source", "sink", "work"):
+        parser.add_argument(name)
+    parser.add_argument("batch", type=int)
+    parser.add_argument("--standbys", type=int, default=0)
+    parser.add_argument("--hosts", type=int, default=2)
+    parser.add_argument("--acceptable-recovery-lag", type=int, default=10_000)
+    args = parser.parse_args()
+    work = Path(args.work)
     spark = build_session("local[2]", "peers-streams-rt")
     spark.sparkContext.setLogLevel("ERROR")
     props: dict[str, Any] = {"application.id": f"peers-streams-rt-{uuid.uuid4().hex[:6]}",
-                             "bootstrap.servers": bootstrap, "max.records.per.task.per.batch": int(batch),
-                             "num.standby.replicas": standbys, "heartbeat.interval.ms": 500,
-                             "session.timeout.ms": 10_000}
+                             "bootstrap.servers": args.bootstrap, "max.records.per.task.per.batch": args.batch,
+                             "num.standby.replicas": args.standbys, "heartbeat.interval.ms": 500,
+                             "session.timeout.ms": 10_000, "local.task.hosts": args.hosts,
+                             "acceptable.recovery.lag": args.acceptable_recovery_lag}
     runtime = StreamsRuntime(spark, "bench.peers.apps.streams_rt_app:topology", props,
-                             topology_args={"source": source, "sink": sink}, work_dir=Path(work))
-    query = runtime.stream().writeStream.foreachBatch(drain).trigger(processingTime="0 seconds").start()
+                             topology_args={"source": args.source, "sink": args.sink}, work_dir=work)
+    query = None
     try:
-        while query.isActive:
-            time.sleep(1)
+        wait_for_group(runtime.app.coordinator, args.hosts, GROUP_READY_TIMEOUT_S)
+        query = start_query(runtime)
+        scaled, restarts = False, 0
+        while True:
+            if not query.isActive:
+                error = query.exception()
+                if error is None:
+                    break
+                restarts += 1
+                print(f"bench: query failed, restart {restarts}: {str(error).splitlines()[0][:300]}", flush=True)
+                (work / RESTARTS_FILE).write_text(str(restarts))
+                query = start_query(runtime)
+            if not scaled and (work / ADD_HOST_FILE).exists():
+                scaled = True
+                scale_out(runtime, args.hosts, work)
+            time.sleep(0.2)
     finally:
-        query.stop()
+        if query is not None:
+            query.stop()
         runtime.stop()
 
 

@@ -1,12 +1,15 @@
 package peers;
 
 import java.util.Properties;
+import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
 
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TaskMetadata;
+import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
@@ -16,7 +19,10 @@ import org.apache.kafka.streams.kstream.Produced;
  * decimal strings), kept as "count,sum" in a RocksDB store, every update to the output topic.
  *
  * <p>Arguments: bootstrap input output application.id state.dir num.stream.threads
- * num.standby.replicas. Runs until SIGTERM (the harness stops it once the output is verified).
+ * num.standby.replicas [acceptable.recovery.lag]. Runs until SIGTERM (the harness stops
+ * it once the output is verified). It prints its state changes and its active tasks as they change
+ * ("peers-state MS OLD NEW", "peers-tasks MS 0_1,0_3"; MS in epoch milliseconds) for the scale-out
+ * figure (bench/peers/scaleout.py).
  */
 public final class CountSum {
     private CountSum() {
@@ -34,6 +40,9 @@ public final class CountSum {
         props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
         props.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 10_000);
         props.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), 500);
+        if (args.length > 7) {
+            props.put(StreamsConfig.ACCEPTABLE_RECOVERY_LAG_CONFIG, Long.parseLong(args[7]));
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(args[1], Consumed.with(Serdes.String(), Serdes.String()))
@@ -54,7 +63,42 @@ public final class CountSum {
             streams.close();
             stopped.countDown();
         }));
+        streams.setStateListener((now, before) ->
+            System.out.println("peers-state " + System.currentTimeMillis() + " " + before + " " + now));
         streams.start();
+        Thread tasks = new Thread(() -> printTasks(streams), "peers-tasks");
+        tasks.setDaemon(true);
+        tasks.start();
         stopped.await();
+    }
+
+    /** Its active tasks, printed whenever they change (polled every 20 ms while it runs). */
+    private static void printTasks(KafkaStreams streams) {
+        String last = null;
+        while (true) {
+            try {
+                TreeSet<String> active = new TreeSet<>();
+                for (ThreadMetadata thread : streams.metadataForLocalThreads()) {
+                    for (TaskMetadata task : thread.activeTasks()) {
+                        active.add(task.taskId().toString());
+                    }
+                }
+                String now = String.join(",", active);
+                if (!now.equals(last)) {
+                    System.out.println("peers-tasks " + System.currentTimeMillis() + " " + now);
+                    last = now;
+                }
+                Thread.sleep(20);
+            } catch (IllegalStateException notRunning) {
+                // not running or rebalancing yet (or any more): nothing to print
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
     }
 }
