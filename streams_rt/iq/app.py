@@ -184,7 +184,9 @@ class PointLookups:
 
 
 def create_app(queries: QueryApp) -> FastAPI:
-    app = FastAPI(title="streams_rt interactive queries", version=API_VERSION,
+    # No redirect of a path with a trailing slash to the one without: Starlette's has an empty body
+    # (`/v1/stores/%2F` is one), and every answer here is JSON.
+    app = FastAPI(title="streams_rt interactive queries", version=API_VERSION, redirect_slashes=False,
                   description="Live state of one task host's stores; see docs/iq.md.")
     settings = queries.settings
 

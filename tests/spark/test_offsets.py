@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streams_rt.protocol import TopicPartition
@@ -16,12 +16,14 @@ topics = st.sampled_from(["lines", "app-words-repartition", "a:b", "x.y_z"])
 positions = st.dictionaries(st.builds(TopicPartition, topics, st.integers(0, 7)), st.integers(0, 2**62), max_size=8)
 
 
+@settings(deadline=None)  # timings are the loaded machine's, not the code's
 @given(positions, st.integers(BEFORE_FIRST_BATCH, 2**40))
 def test_positions_and_the_batch_number_round_trip_through_json(found: dict[TopicPartition, int], batch: int) -> None:
     raw = json.loads(json.dumps(encode_offsets(found, batch)))
     assert decode_offsets(raw) == found and batch_of(raw) == batch
 
 
+@settings(deadline=None)  # timings are the loaded machine's, not the code's
 @given(positions, st.lists(positions, min_size=1, max_size=12))
 def test_the_batch_number_counts_the_new_ends_only(first: dict[TopicPartition, int],
                                                    offers: list[dict[TopicPartition, int]]) -> None:
