@@ -7,7 +7,9 @@ counter that moves exactly as Spark's batch id does: `latestOffset` returns a ne
 counter one past its start's) only when some position moves, and Spark runs a micro-batch exactly
 for each new end; an unchanged start means no batch, and no number is used up. The counter lives in
 Spark's offset log, so a driver restarting from its checkpoint resumes it (a batch re-run after a
-crash keeps its number; the next one gets the following number), never reusing an old id."""
+crash keeps its number; the next one gets the following number), never reusing an old id. Spark's
+no-data micro-batches (a stateful operator with a watermark downstream) are numbered by Spark but
+never planned by the source: each puts Spark's ids one further ahead of these (docs/iq.md)."""
 
 from __future__ import annotations
 
