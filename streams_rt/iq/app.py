@@ -22,6 +22,7 @@ from streams_rt.iq.errors import QueryFailed, bad_request, not_found, unavailabl
 from streams_rt.iq.reads import Consistency, LocalReads
 from streams_rt.iq.routing import GroupView, StoreInfo, store_catalog
 from streams_rt.iq.settings import QuerySettings
+from streams_rt.protocol import TaskId
 from streams_rt.protocol.wire import INT64_MAX
 from streams_rt.state import TaskStateBusy
 from streams_rt.tasks.host import HostedTask, TaskHost
@@ -47,6 +48,8 @@ RouteParam = Annotated[Route, Query(description="a key that lives elsewhere: `re
 KeyPath = Annotated[str, Path(description="the key, as text its store's key serde reads (see iq.md)")]
 Limit = Annotated[int | None, Query(ge=1, le=INT64_MAX, description="entries per page (at most iq.page.size.max)")]
 Cursor = Annotated[str | None, Query(max_length=4096, description="`next_cursor` of the previous page")]
+TaskParam = Annotated[str | None, Query(max_length=40, description="only this task's entries (e.g. `1_3`), from "
+                                        "its active host: elsewhere a 307 to it, or `route=proxy`")]
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -96,7 +99,11 @@ class QueryApp:
     async def owner_of(self, request: Request, info: StoreInfo, key: bytes, demand: Consistency,
                        route: Route) -> HostedTask | Response:
         """The local copy that answers for the key, or the answer that sends the caller to the owner."""
-        task = info.task_for(key)
+        return await self.task_owner(request, info.task_for(key), demand, route)
+
+    async def task_owner(self, request: Request, task: TaskId, demand: Consistency,
+                         route: Route) -> HostedTask | Response:
+        """The local copy of the task that answers, or the answer that sends the caller to its owner."""
         hosted = self.reads.answering(task, demand)
         if hosted is not None:
             return hosted
@@ -177,7 +184,9 @@ class PointLookups:
 
 
 def create_app(queries: QueryApp) -> FastAPI:
-    app = FastAPI(title="streams_rt interactive queries", version=API_VERSION,
+    # No redirect of a path with a trailing slash to the one without: Starlette's has an empty body
+    # (`/v1/stores/%2F` is one), and every answer here is JSON.
+    app = FastAPI(title="streams_rt interactive queries", version=API_VERSION, redirect_slashes=False,
                   description="Live state of one task host's stores; see docs/iq.md.")
     settings = queries.settings
 
@@ -223,7 +232,8 @@ def create_app(queries: QueryApp) -> FastAPI:
         return limit
 
     async def scan(info: StoreInfo, start: bytes | None, end: bytes | None, limit: int | None, cursor: str | None,
-                   demand: Consistency) -> Response:
+                   demand: Consistency, tasks: list[HostedTask] | None = None) -> Response:
+        """A page over `tasks` (default: the store's tasks that answer here)."""
         size = page_size(limit)
         if cursor is not None:
             try:
@@ -233,7 +243,8 @@ def create_app(queries: QueryApp) -> FastAPI:
             if end is not None and after >= end:
                 raise bad_request("BAD_CURSOR", "the cursor lies past the range's end")
             start = max(start or b"", after + b"\x00")
-        tasks = queries.reads.local_tasks(info, demand)
+        if tasks is None:
+            tasks = queries.reads.local_tasks(info, demand)
         entries, next_cursor, fresh = await queries.read(
             lambda wait: queries.reads.range(tasks, info, start, end, size, demand, wait))
         return json_response({**queries.served(), "store": info.name, "entries": entries,
@@ -251,11 +262,22 @@ def create_app(queries: QueryApp) -> FastAPI:
                               "order (serialized bytes)")
         return await scan(info, start, last + b"\x00", limit, cursor, Consistency(max_lag, at_batch))
 
-    @app.get("/v1/stores/{store}/all", response_model=answers.RangeAnswer, responses=ERRORS)
-    async def everything(store: str, limit: Limit = None, cursor: Cursor = None, max_lag: MaxLag = None,
-                         at_batch: AtBatch = None) -> Response:
-        return await scan(queries.store(store, windowed=False), None, None, limit, cursor,
-                          Consistency(max_lag, at_batch))
+    @app.get("/v1/stores/{store}/all", response_model=answers.RangeAnswer, responses={**ERRORS, **MOVED})
+    async def everything(request: Request, store: str, limit: Limit = None, cursor: Cursor = None,
+                         max_lag: MaxLag = None, at_batch: AtBatch = None, task: TaskParam = None,
+                         route: RouteParam = "redirect") -> Response:
+        info = queries.store(store, windowed=False)
+        demand = Consistency(max_lag, at_batch)
+        if task is None:
+            return await scan(info, None, None, limit, cursor, demand)
+        found = info.task_named(task)
+        if found is None:
+            raise bad_request("BAD_TASK", f"store {store} has no task {task!r:.40}; its tasks: "
+                              f"{', '.join(str(t) for t in info.tasks())}")
+        hosted = await queries.task_owner(request, found, demand, route)
+        if isinstance(hosted, Response):
+            return hosted
+        return await scan(info, None, None, limit, cursor, demand, [hosted])
 
     @app.get("/v1/stores/{store}/windows/{key:path}", response_model=answers.WindowAnswer,
              responses={**ERRORS, **MOVED})

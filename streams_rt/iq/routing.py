@@ -38,6 +38,10 @@ class StoreInfo:
     def tasks(self) -> list[TaskId]:
         return [TaskId(self.subtopology, p) for p in range(self.partitions)]
 
+    def task_named(self, text: str) -> TaskId | None:
+        """The store's task written as `text` (`<subtopology>_<partition>`); None if it has no such task."""
+        return next((t for t in self.tasks() if str(t) == text), None)
+
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "kind": "window" if self.windowed else "key_value",
                 "key_serde": self.key_serde.name, "value_serde": self.value_serde.name,

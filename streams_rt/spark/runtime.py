@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from streams_rt.config import resolve
 from streams_rt.config.registry import LOCAL_TASK_HOSTS
+from streams_rt.iq.routing import store_catalog
 from streams_rt.runtime.local import LocalApplication
 from streams_rt.spark.executor_hosts import HostSpec, ensure_host
 from streams_rt.spark.source import (
@@ -31,9 +32,16 @@ from streams_rt.spark.source import (
     TRUSTSTORE_OPTION,
     StreamsRtDataSource,
 )
+from streams_rt.spark.store_columns import store_schema
+from streams_rt.spark.store_source import NAME as STORE_SOURCE
+from streams_rt.spark.store_source import TIMEOUT_MS, StoreDataSource
 from streams_rt.tasks.output import OutputSchema
 
 log = logging.getLogger(__name__)
+
+
+class UnknownStore(ValueError):
+    """read_store was asked for a store the topology does not have (or one it cannot read)."""
 
 
 class StreamsRuntime:
@@ -50,6 +58,7 @@ class StreamsRuntime:
         self.work_dir = work_dir or Path(tempfile.mkdtemp(prefix=f"streams-rt-{self.config.get('application.id')}-"))
         self.app = LocalApplication(topology, props, self.work_dir, hosts=hosts, topology_args=topology_args)
         self.schema = OutputSchema(self.app.topology)
+        self._executor_hosts: list[dict[str, Any]] = []  # their ready records
         if not self.local:
             self.start_executor_hosts()
 
@@ -74,10 +83,33 @@ class StreamsRuntime:
             members = len(self.app.coordinator.describe()["members"])
             if len(hosts) >= executors and members >= len(hosts):
                 log.info("task hosts on %d executors: %s", executors, sorted(hosts))
-                return list(hosts.values())
+                self._executor_hosts = list(hosts.values())
+                return self._executor_hosts
             if time.monotonic() > deadline:
                 raise RuntimeError(f"task hosts on {len(hosts)} of {executors} executors after {timeout_s:.0f} s")
             time.sleep(0.5)
+
+    def read_store(self, store: str, at_batch: int | None = None, timeout_ms: int = TIMEOUT_MS) -> DataFrame:
+        """The store's live entries as a batch DataFrame (key, value, task, batch), one Spark
+        partition per task, read from the hosts' query endpoints; with `at_batch`, only from state
+        committed at that batch on every task (one consistent cut). See docs/iq.md."""
+        info = store_catalog(self.app.topology, self.app.layout).get(store)
+        if info is None or info.windowed:
+            problem = "is a window store: read_store reads key-value stores" if info else "is not a store of it"
+            stores = [s.name for s in store_catalog(self.app.topology, self.app.layout).values() if not s.windowed]
+            raise UnknownStore(f"{store!r:.80} {problem}; its key-value stores: {', '.join(stores) or 'none'}")
+        self.spark.dataSource.register(StoreDataSource)
+        options = {"store": store, "key_serde": info.key_serde.name, "value_serde": info.value_serde.name,
+                   "schema": store_schema(info.key_serde.name, info.value_serde.name),
+                   "hosts": ",".join(self.query_endpoints()), "timeout_ms": str(timeout_ms),
+                   "at_batch": "" if at_batch is None else str(at_batch)}
+        return self.spark.read.format(STORE_SOURCE).options(**options).load()
+
+    def query_endpoints(self) -> list[str]:
+        """The hosts' query endpoints this driver knows (any one gives the group's metadata)."""
+        if self.local:
+            return [e for h in self.app.hosts.values() if (e := h.query_endpoint)]
+        return [str(r["query_endpoint"]) for r in self._executor_hosts if r.get("query_endpoint")]
 
     def stream(self) -> DataFrame:
         """The topology's output rows (topic, key, value, timestamp, task) as a streaming DataFrame."""

@@ -4,8 +4,9 @@ Its driver-side methods run in a Python process Spark starts (not the user's): t
 coordinator by RPC, whose address travels in the options. `latestOffset` advances only RUNNING tasks;
 `partitions` makes one Spark partition per task with work, for its owner host; `read`, on an executor,
 asks the owner host for the batch and yields its Arrow record batches; `commit` acknowledges the
-batches to their hosts. Offsets are `{"<topic>:<partition>": offset}` over every input partition of
-every task (repartition topics included)."""
+batches to their hosts. Offsets are `{"__batch__": B, "<topic>:<partition>": offset}` over every
+input partition of every task (repartition topics included); B numbers the micro-batches as Spark
+does (see offsets.py) and travels with each task's batch, so its commit records it."""
 
 from __future__ import annotations
 
@@ -14,13 +15,17 @@ import logging
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
 from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.spark.offsets import BEFORE_FIRST_BATCH, batch_of, decode_offsets, encode_offsets, next_end
+
+if TYPE_CHECKING:
+    from streams_rt.rpc.batches import BatchRequest
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +36,6 @@ TRUSTSTORE_OPTION = "rpc.ssl.truststore.location"
 HOST_CONFIG_OPTION = "streams_rt.host.secret.config"  # may hold client credentials: "secret" makes Spark redact it
 
 
-def encode_offsets(positions: Mapping[TopicPartition, int]) -> dict[str, int]:
-    return {f"{tp.topic}:{tp.partition}": offset for tp, offset in sorted(positions.items())}
-
-
-def decode_offsets(raw: Mapping[str, Any]) -> dict[TopicPartition, int]:
-    out = {}
-    for key, offset in raw.items():
-        topic, _, partition = str(key).rpartition(":")
-        out[TopicPartition(topic, int(partition))] = int(offset)
-    return out
-
-
 @dataclass(frozen=True)
 class TaskBatch(InputPartition):
     """One task's batch: plain data, pickled by Spark to the executor that reads it."""
@@ -51,6 +44,12 @@ class TaskBatch(InputPartition):
     endpoint: str
     generation: int
     ranges: tuple[tuple[str, int, int, int], ...]  # (topic, partition, start, end)
+    batch_id: int  # Spark's micro-batch (the number its end offset carries)
+
+    def request(self) -> BatchRequest:
+        from streams_rt.rpc.batches import BatchRequest
+
+        return BatchRequest(TaskId.parse(self.task), self.generation, self.tp_ranges(), self.batch_id)
 
     def tp_ranges(self) -> dict[TopicPartition, tuple[int, int]]:
         return {TopicPartition(t, p): (s, e) for t, p, s, e in self.ranges}
@@ -114,7 +113,7 @@ class StreamsRtDataSource(DataSource):
 class StreamsRtStreamReader(DataSourceStreamReader):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
-        self._planned: dict[str, list[TaskBatch]] = {}  # json(end) -> the batches planned up to it
+        self._planned: dict[int, list[TaskBatch]] = {}  # micro-batch -> its tasks' batches
         self._coordinator: Any = None
         self._admin: Any = None
         self._outage: Any = None  # a BrokerOutageLog (imported on first use, as the rest of the runtime)
@@ -159,14 +158,14 @@ class StreamsRtStreamReader(DataSourceStreamReader):
                     missing.append(tp)
         _, admin = self._clients()
         positions.update(committed_or_earliest(admin, self.options.application_id, missing))
-        return encode_offsets(positions)
+        return encode_offsets(positions, BEFORE_FIRST_BATCH)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         """`max.records.per.task.per.batch`: counted per task, not over the whole batch."""
         cap = self.options.max_records_per_task
         return ReadMaxRows(cap) if cap else ReadAllAvailable()
 
-    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         from streams_rt.kafka.offsets import BrokerUnreachable, end_offsets
         from streams_rt.runtime.batch_loop import BROKER_WAIT_S, BrokerOutageLog
         from streams_rt.runtime.planning import RUNNING, latest_positions
@@ -186,19 +185,19 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         for status in statuses.values():  # tasks added since the query started begin at their positions
             for tp in status.inputs:
                 begin.setdefault(tp, status.positions.get(tp, 0))
-        return encode_offsets(latest_positions(begin, running, ends, cap))
+        return next_end(start, latest_positions(begin, running, ends, cap))
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[TaskBatch]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[TaskBatch]:
         from streams_rt.runtime.planning import plan
 
         generation, statuses = self._status()
-        begin, finish = decode_offsets(start), decode_offsets(end)
+        begin, finish, batch_id = decode_offsets(start), decode_offsets(end), batch_of(end)
         for status in statuses.values():
             for tp in status.inputs:
                 begin.setdefault(tp, finish.get(tp, 0))
         batches = [
             TaskBatch(str(b.task), b.endpoint, b.generation,
-                      tuple((tp.topic, tp.partition, s, e) for tp, (s, e) in sorted(b.ranges.items())))
+                      tuple((tp.topic, tp.partition, s, e) for tp, (s, e) in sorted(b.ranges.items())), batch_id)
             for b in plan(begin, finish, statuses, generation)
         ]
         # A task that moved since latestOffset keeps its ranges: `read` finds its owner.
@@ -207,25 +206,26 @@ class StreamsRtStreamReader(DataSourceStreamReader):
             ranges = {tp: (begin[tp], finish[tp]) for tp in status.inputs if tp in finish and finish[tp] > begin[tp]}
             if ranges and str(task) not in planned:
                 spans = tuple((tp.topic, tp.partition, s, e) for tp, (s, e) in sorted(ranges.items()))
-                batches.append(TaskBatch(str(task), status.endpoint or "", generation, spans))
-        self._planned[json.dumps(end, sort_keys=True)] = batches
+                batches.append(TaskBatch(str(task), status.endpoint or "", generation, spans, batch_id))
+        self._planned[batch_id] = batches
         return batches
 
-    def commit(self, end: dict[str, int]) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         """Spark committed the batch: acknowledge each task's batch to its host (the batch was
         made durable when it ran; this lets the host forget its kept output)."""
-        from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
+        from streams_rt.rpc.batches import BatchError, HostClient
 
-        batches = self._planned.pop(json.dumps(end, sort_keys=True), [])
-        for key in [k for k in self._planned if k < json.dumps(end, sort_keys=True)]:
-            self._planned.pop(key)
+        committed = batch_of(end)
+        batches = self._planned.pop(committed, [])
+        for older in [b for b in self._planned if b < committed]:  # ones Spark has moved past
+            self._planned.pop(older)
         for batch in batches:
             if not batch.endpoint:  # planned while the task had no owner: `read` found one, which has it applied
                 continue
             try:
                 roots = _roots(self.options)
                 with HostClient(batch.endpoint, secret=_secret(self.options), tls_root_certs=roots) as client:
-                    client.commit(BatchRequest(TaskId.parse(batch.task), batch.generation, batch.tp_ranges()))
+                    client.commit(batch.request())
             except BatchError as e:  # the task moved: its new owner has the batch as applied last
                 log.info("task %s: commit not acknowledged by %s: %s", batch.task, batch.endpoint, e)
 
@@ -251,14 +251,14 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         An owner that cannot be reached is reported to the coordinator (once per endpoint), which
         removes it at once if it finds it dead, so the task moves without waiting for the owner's
         session timeout."""
-        from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
+        from streams_rt.rpc.batches import BatchError, HostClient
         from streams_rt.rpc.client import GroupClient
         from streams_rt.runtime.batch_loop import report_unreachable, task_status
 
         assert isinstance(partition, TaskBatch)
         self._ensure_local_host()
         task = TaskId.parse(partition.task)
-        request = BatchRequest(task, partition.generation, partition.tp_ranges())
+        request = partition.request()
         endpoint = partition.endpoint
         deadline = time.monotonic() + self.options.retry_timeout_ms / 1000
         secret = _secret(self.options)

@@ -1,6 +1,8 @@
 """Fault points for fault tests: `STREAMS_RT_FAULTS=before_commit:1_0,after_commit:*` makes a host
 kill itself with SIGKILL when a task reaches that step, exactly as `kill -9` would at that moment;
-`stall_on_close:<task>` makes the task's close hang for good, as a stuck disk or broker call would.
+`stall_on_close:<task>` makes the task's close hang for good, as a stuck disk or broker call would;
+`hold_standby:<task>` keeps a standby of the task here from reading its changelogs, as one stuck
+behind a slow broker would (its lag grows with every write of the active task).
 Unset (always, outside tests), nothing happens."""
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ log = logging.getLogger(__name__)
 ENV = "STREAMS_RT_FAULTS"
 KILL_POINTS = frozenset({"before_commit", "after_commit"})
 STALL_POINTS = frozenset({"stall_on_close"})
-POINTS = KILL_POINTS | STALL_POINTS
+HOLD_POINTS = frozenset({"hold_standby"})
+POINTS = KILL_POINTS | STALL_POINTS | HOLD_POINTS
 
 
 class Faults:
@@ -33,8 +36,11 @@ class Faults:
     def from_environment(cls) -> Faults:
         return cls(os.environ.get(ENV, ""))
 
+    def armed(self, point: str, task: TaskId) -> bool:
+        return (point, str(task)) in self._armed or (point, "*") in self._armed
+
     def reached(self, point: str, task: TaskId) -> None:
-        if (point, str(task)) not in self._armed and (point, "*") not in self._armed:
+        if not self.armed(point, task):
             return
         if point in STALL_POINTS:
             log.warning("fault injection: %s of task %s hangs for good", point, task)

@@ -140,6 +140,7 @@ class TaskHost:
         self._state_config = StateConfig.from_config(settings.config)
         self.directory = self._state_config.open_state_directory()
         self._reader = self._state_config.changelog_reader(ConsoleRestoreListener())
+        self._reader.holds_standby = functools.partial(self._faults.armed, "hold_standby")
         self._updater = StateUpdater(self._reader, self._state_config.commit_interval_ms)
         self._state = StateThread(self._updater, self._start_restored_tasks, self._reopen_corrupted)
         self._actives: dict[TaskId, ActiveTaskRunner] = {}  # touched on the state thread only...

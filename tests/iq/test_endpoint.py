@@ -153,6 +153,24 @@ def test_all_and_range_are_paged_with_a_cursor_under_the_cap(running: Running) -
         assert list(client.range("page-counts", lower, upper, page_size=3)) == expected
 
 
+def test_all_of_one_task_reads_its_entries_from_its_active_host(running: Running) -> None:
+    """`/all?task=`: the task's entries only; a host without it sends the caller to its owner (307),
+    or asks it with `route=proxy`."""
+    pages, _, _ = references(running.views)
+    for partition in range(3):
+        task = f"0_{partition}"
+        mine = {p: c for p, c in pages.items() if partition_for(p.encode(), 3) == partition}
+        owner = owner_of(running, 0, 3, next(iter(mine)).encode())
+        other = next(e for e in running.endpoints if e != owner)
+        body = httpx.get(f"http://{owner}/v1/stores/page-counts/all", params={"task": task, "limit": 1000}).json()
+        assert {e["key"]: e["value"] for e in body["entries"]} == mine and body["next_cursor"] is None
+        assert [f["task"] for f in body["freshness"]] == [task]
+        moved = httpx.get(f"http://{other}/v1/stores/page-counts/all", params={"task": task})
+        assert moved.status_code == 307 and moved.json()["moved_to"] == owner
+        proxied = httpx.get(f"http://{other}/v1/stores/page-counts/all", params={"task": task, "route": "proxy"})
+        assert proxied.json()["served_by"] == owner
+
+
 def test_window_fetches_match_the_reference(running: Running) -> None:
     _, windows, _ = references(running.views)
     with Client(running.url()) as client:
@@ -218,6 +236,9 @@ def test_a_standby_answers_within_max_lag_and_is_marked_so(running: Running) -> 
     ("/v1/stores/page-counts/range?from=/b&to=/a", 400, "BAD_RANGE"),
     ("/v1/stores/page-counts/range?from=/a", 400, "BAD_PARAMETER"),
     ("/v1/stores/page-counts/all?cursor=***", 400, "BAD_CURSOR"),
+    ("/v1/stores/page-counts/all?task=9_0", 400, "BAD_TASK"),
+    ("/v1/stores/page-counts/all?task=0_3", 400, "BAD_TASK"),
+    ("/v1/stores/by-length/all?task=0_0", 400, "BAD_TASK"),
     ("/v1/stores/page-windows/windows/a?from=10&to=5", 400, "BAD_RANGE"),
     ("/v1/stores/page-windows/windows/a?from=-1", 400, "BAD_PARAMETER"),
     (f"/v1/stores/page-windows/windows/a?to={INT64_MAX + 1}", 400, "BAD_PARAMETER"),
@@ -226,6 +247,7 @@ def test_a_standby_answers_within_max_lag_and_is_marked_so(running: Running) -> 
     ("/v1/stores/page-counts/keys/a?max_lag=-3", 400, "BAD_PARAMETER"),
     ("/v1/stores/page-counts/keys/a?route=sideways", 400, "BAD_PARAMETER"),
     ("/v1/nothing-here", 404, "NOT_FOUND"),
+    ("/v1/stores/", 404, "NOT_FOUND"),
 ])
 def test_bad_requests_get_a_json_4xx(running: Running, path: str, status: int, code: str) -> None:
     if "route=" not in path:  # wherever the key lives, this host answers (or its owner, through it)
@@ -303,3 +325,4 @@ def test_a_thousand_generated_requests_get_no_5xx_but_the_documented_503(running
         ask()
     assert sum(seen.values()) >= 1_000
     assert seen[200] and seen[400] and seen[404], seen  # the generator reached answers and refusals alike
+

@@ -1,6 +1,6 @@
 """Task hosts on real executors (local-cluster[2,1,1024]: two executor JVMs): one host per executor,
 started by the runtime's start-up job, each watching its own executor JVM, each running tasks, and a
-word count through them equal to the reference."""
+word count through them equal to the reference, in the query's output and in `read_store`."""
 
 from __future__ import annotations
 
@@ -44,6 +44,9 @@ def test_each_executor_hosts_tasks(spark_cluster: SparkSession, kafka_broker: Br
         assert all(active.values()), f"every executor's host runs tasks: {active}"
         rows = spark_cluster.sql(f"SELECT DISTINCT task FROM {table}").collect()
         assert len(rows) >= 2
+        counts = runtime.read_store("word-counts")  # read on the executors from their hosts' query endpoints
+        assert counts.rdd.getNumPartitions() == 4
+        assert {r.key: r.value for r in counts.collect()} == reference(texts)
     finally:
         query.stop()
         runtime.stop()
