@@ -212,6 +212,8 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         for key in [k for k in self._planned if k < json.dumps(end, sort_keys=True)]:
             self._planned.pop(key)
         for batch in batches:
+            if not batch.endpoint:  # no owner was running when it was planned (a host restarting): none to tell
+                continue
             try:
                 roots = _roots(self.options)
                 with HostClient(batch.endpoint, secret=_secret(self.options), tls_root_certs=roots) as client:
