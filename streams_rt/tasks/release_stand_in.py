@@ -58,4 +58,9 @@ class ReleaseStandIn:
 def protocol_from_host_config(config: Mapping[str, Any]) -> RebalanceProtocol | None:
     """The stand-in's rebalance protocol in a host file (None: as upgrade.from says)."""
     name = config.get(PROTOCOL_KEY)
-    return None if name is None else RebalanceProtocol[str(name)]
+    if name is None:
+        return None
+    try:
+        return RebalanceProtocol[str(name)]
+    except KeyError:
+        raise ValueError(f"the host file's {PROTOCOL_KEY} {name!r} is not EAGER or COOPERATIVE") from None
