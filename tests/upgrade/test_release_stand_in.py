@@ -9,6 +9,7 @@ from streams_rt.protocol import LATEST_SUPPORTED_VERSION, RebalanceProtocol
 from streams_rt.tasks.release_stand_in import ENVIRONMENT_VARIABLE, ReleaseStandIn, protocol_from_host_config
 from streams_rt.tasks.restart import RestartRequest
 from tests.upgrade.runbook import steps
+from tests.upgrade.test_runbook import EXPECTED_STEPS, MANUAL
 
 OLD = ReleaseStandIn(10, RebalanceProtocol.EAGER)
 
@@ -48,3 +49,9 @@ def test_the_runbook_markers_are_read_and_a_foreign_command_is_refused() -> None
         a.argv({})
     with pytest.raises(ValueError, match="streams-rt command"):
         steps("```bash step=c\nrm -rf /tmp/x\n```\n")
+
+
+def test_the_runbook_names_every_step_the_runbook_test_knows() -> None:
+    found = steps()
+    assert [s.name for s in found] == EXPECTED_STEPS
+    assert {s.name for s in found if s.manual} == MANUAL
