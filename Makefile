@@ -7,7 +7,7 @@ KAFKA_LIBS := jvm/target/kafka-libs
 JARS_STAMP := $(KAFKA_LIBS)/.resolved
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-faults lint venv jars docs clean bench-peers
+.PHONY: demo test test-faults test-upgrade-runbook lint venv jars docs clean bench-peers
 
 venv: $(VENV_STAMP)
 
@@ -36,7 +36,13 @@ lint: venv
 # The fault suite's long forms (marker `faults`) run in `make test-faults` only; its short forms
 # (`faults_short`) run in both. Each prints the suite's summary at the end.
 test: venv lint jars
-	$(VENV_PY) -m pytest -m "not faults" $(PYTEST_ARGS)
+	$(VENV_PY) -m pytest -m "not faults and not upgrade_runbook" $(PYTEST_ARGS)
+
+# The runbook test (tests/upgrade/test_runbook.py, local-cluster[3,1,1024]): not yet in `make test`
+# until it has passed on a quiet machine (on a loaded one Spark's Python workers miss their 10 s
+# connect-back and the query fails before the first step).
+test-upgrade-runbook: venv lint jars
+	$(VENV_PY) -m pytest -m upgrade_runbook $(PYTEST_ARGS) tests/upgrade
 
 test-faults: venv lint jars
 	$(VENV_PY) -m pytest -m "faults or faults_short" $(PYTEST_ARGS) tests/faults

@@ -16,6 +16,7 @@ from streams_rt.cli.protocol import protocol
 from streams_rt.cli.query import query
 from streams_rt.cli.reset import reset
 from streams_rt.cli.status import status
+from streams_rt.cli.upgrade import upgrade
 from streams_rt.kafka.dev_broker import BrokerError
 from streams_rt.kafka.jvm import JvmSetupError
 
@@ -46,3 +47,4 @@ main.add_command(reset)
 main.add_command(query)
 main.add_command(host)
 main.add_command(protocol)
+main.add_command(upgrade)

@@ -51,7 +51,7 @@ def restart(application_id: str, state_dir: Path | None, address: str | None, tr
     """Restart HOST (its name in `streams-rt status`, its member id, instance id or endpoint) with new
     settings or code, and wait until it is back in a stable group."""
     properties: dict[str, Any] = {**_pairs(settings, "--set"), **{key: None for key in unset}}
-    request = {"properties": properties, "python": str(python.resolve()) if python else None,
+    request = {"properties": properties, "python": str(python.absolute()) if python else None,
                "env": _pairs(environment, "--env"), "latest_supported_version": None}
     reach = access(application_id, state_dir, address, truststore)
     before = _status(reach, application_id)

@@ -33,6 +33,7 @@ from streams_rt.runtime.topics import (
     task_changelogs,
 )
 from streams_rt.tasks.host import load_topology
+from streams_rt.tasks.release_stand_in import ReleaseStandIn
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +80,12 @@ class HostProcess:
 
 class LocalApplication:
     """`topology` is a 'module:attr' reference (hosts import it); `properties` are the
-    application's Kafka-style properties (application.id, bootstrap.servers, state.dir, ...)."""
+    application's Kafka-style properties (application.id, bootstrap.servers, state.dir, ...);
+    `release_stand_in` starts every host as a test's stand-in for an older release."""
 
     def __init__(self, topology: str, properties: Mapping[str, Any], work_dir: Path, hosts: int = 2,
                  host_properties: Mapping[str, Any] | None = None, topology_args: Mapping[str, Any] | None = None,
-                 ) -> None:
+                 release_stand_in: ReleaseStandIn | None = None) -> None:
         self.topology_ref = topology
         self.topology_args = dict(topology_args or {})
         self.properties = dict(properties)
@@ -105,6 +107,7 @@ class LocalApplication:
                 end_offsets(self._admin, [tp for tps in changelogs.values() for tp in tps]), changelogs),
         )
         self._host_properties = dict(host_properties or {})
+        self.release_stand_in = release_stand_in
         self.hosts: dict[str, HostProcess] = {}
         for i in range(hosts):
             self.start_host(f"host-{i}")
@@ -150,13 +153,14 @@ class LocalApplication:
 
     def host_config(self) -> dict[str, Any]:
         """What every host of this application is started with (hosts add their own state.dir,
-        ready file and watched process)."""
+        ready file and watched process), a release stand-in's keys included."""
         return {
             "properties": {**self.properties, **self._host_properties},
             "coordinator": self.coordinator.address,
             "topology": self.topology_ref,
             "topology_args": self.topology_args,
             "source_partitions": self.partitions,
+            **(self.release_stand_in.host_config() if self.release_stand_in else {}),
         }
 
     def restart_host(self, name: str, properties: Mapping[str, Any] | None = None, python: str | None = None,

@@ -36,6 +36,7 @@ from streams_rt.spark.store_columns import store_schema
 from streams_rt.spark.store_source import NAME as STORE_SOURCE
 from streams_rt.spark.store_source import TIMEOUT_MS, StoreDataSource
 from streams_rt.tasks.output import OutputSchema
+from streams_rt.tasks.release_stand_in import ReleaseStandIn
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +47,11 @@ class UnknownStore(ValueError):
 
 class StreamsRuntime:
     def __init__(self, spark: SparkSession, topology: str, config: Mapping[str, Any],
-                 topology_args: Mapping[str, Any] | None = None, work_dir: Path | None = None) -> None:
+                 topology_args: Mapping[str, Any] | None = None, work_dir: Path | None = None,
+                 release_stand_in: ReleaseStandIn | None = None) -> None:
         """`topology` is 'module:attr' (a Topology, or a function returning one, called with
-        `topology_args`): the hosts import it, on this machine or on the executors."""
+        `topology_args`): the hosts import it, on this machine or on the executors.
+        `release_stand_in` (tests only) starts every host, executors' included, as an older release."""
         props = {k: v for k, v in config.items()}
         self.config = resolve(props)  # one line per problem, naming the key
         self.spark = spark
@@ -56,7 +59,8 @@ class StreamsRuntime:
         self.local = master.startswith("local[") or master == "local"
         hosts = self.config.get(LOCAL_TASK_HOSTS) if self.local else 0
         self.work_dir = work_dir or Path(tempfile.mkdtemp(prefix=f"streams-rt-{self.config.get('application.id')}-"))
-        self.app = LocalApplication(topology, props, self.work_dir, hosts=hosts, topology_args=topology_args)
+        self.app = LocalApplication(topology, props, self.work_dir, hosts=hosts, topology_args=topology_args,
+                                    release_stand_in=release_stand_in)
         self.schema = OutputSchema(self.app.topology)
         self._executor_hosts: list[dict[str, Any]] = []  # their ready records
         if not self.local:

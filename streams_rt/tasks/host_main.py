@@ -16,6 +16,7 @@ that never exits would hold its executor's state locks for the executor's whole 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import faulthandler
 import functools
 import json
@@ -37,6 +38,7 @@ from streams_rt.protocol import LATEST_SUPPORTED_VERSION
 from streams_rt.tasks.host import HostSettings, QueryServer, TaskHost, load_topology
 from streams_rt.tasks.malloc_tuning import bound_malloc_arenas
 from streams_rt.tasks.membership import MemberConfig, MemberState
+from streams_rt.tasks.release_stand_in import ReleaseStandIn, protocol_from_host_config
 from streams_rt.tasks.restart import RestartRequest
 
 log = logging.getLogger("streams_rt.tasks.host")
@@ -57,10 +59,11 @@ def host_settings(config: Mapping[str, Any]) -> HostSettings:
             raise ConfigError(GROUP_INSTANCE_ID.name, given, f"{GROUP_INSTANCE_ID.name} {given!r} differs from the "
                               f"host's instance_id {instance_id!r}: set one of them")
     resolved = resolve(props)
+    member = MemberConfig.from_config(resolved, config["coordinator"])
     return HostSettings(
         config=resolved,
         coordinator_address=config["coordinator"],
-        member=MemberConfig.from_config(resolved, config["coordinator"]),
+        member=dataclasses.replace(member, protocol=protocol_from_host_config(config)),
         bind_host=config.get("bind_host", "127.0.0.1"),
         port=int(config.get("port", 0)),
         latest_supported_version=int(config.get("latest_supported_version", LATEST_SUPPORTED_VERSION)),
@@ -85,8 +88,11 @@ def main(argv: list[str] | None = None, query_server: QueryServerFactory | None 
         return 2
     bound_malloc_arenas()  # before any thread starts: see malloc_tuning
     try:
+        stand_in = ReleaseStandIn.take_from_environment(os.environ)  # an "old interpreter" wrapper's
+        if stand_in is not None:
+            config = {**config, **stand_in.host_config()}
         settings = host_settings(config)
-    except (ConfigError, ConfigErrors) as error:
+    except (ConfigError, ConfigErrors, ValueError) as error:
         log.error("cannot start: %s", error)
         return 2
     topology = load_topology(config["topology"], config.get("topology_args"))

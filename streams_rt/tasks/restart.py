@@ -19,6 +19,7 @@ from typing import Any
 
 from streams_rt.config import ConfigError, ConfigErrors, resolve
 from streams_rt.protocol import LATEST_SUPPORTED_VERSION
+from streams_rt.tasks.release_stand_in import PROTOCOL_KEY, VERSION_KEY
 
 
 class RestartRefused(ValueError):
@@ -78,7 +79,8 @@ class RestartRequest:
         if self.python is not None and not (Path(self.python).is_file() and os.access(self.python, os.X_OK)):
             raise RestartRefused(f"{self.python} is not an executable file")
         config = {**current, "properties": properties}
-        config.pop("latest_supported_version", None)
+        config.pop(VERSION_KEY, None)
+        config.pop(PROTOCOL_KEY, None)  # a release stand-in's: the new host is this release unless asked
         if self.latest_supported_version is not None:
-            config["latest_supported_version"] = self.latest_supported_version
+            config[VERSION_KEY] = self.latest_supported_version
         return config

@@ -1,0 +1,337 @@
+"""Executes docs/operations/rolling-upgrade.md against a live application: word count on Spark
+`local-cluster[3,1,1024]` (one task host per executor), `num.standby.replicas=1`, exactly_once_v2,
+a producer running throughout. The application starts "on the old release" (every host a stand-in
+that speaks metadata version 10 and EAGER, `ReleaseStandIn`); `$OLD_PYTHON` is an interpreter that
+starts hosts as that stand-in, `$NEW_PYTHON` this one.
+
+Each step's commands run as an operator runs them (`streams-rt ...` subprocesses), in the runbook's
+order; after every step the test checks the ownership log (never two active owners of a task at one
+generation), the longest output gap so far (at most the session timeout plus one batch), and what the
+step promises: the canary's fair share, EAGER during the first bounce and COOPERATIVE after the
+second, version probing and convergence to the new version, the wrong downgrade safe and stable. At
+the end the counts equal the reference computed from every line the broker acknowledged."""
+
+from __future__ import annotations
+
+import collections
+import logging
+import math
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+
+from streams_rt import StreamsRuntime
+from streams_rt.kafka.dev_broker import BrokerInfo
+from streams_rt.protocol import LATEST_SUPPORTED_VERSION, RebalanceProtocol
+from streams_rt.tasks import ownership_log
+from streams_rt.tasks.release_stand_in import ReleaseStandIn
+from tests.cli.helpers import streams_rt
+from tests.upgrade.runbook import Step, steps
+
+pytestmark = [pytest.mark.local_cluster, pytest.mark.broker, pytest.mark.upgrade_runbook]
+
+EXECUTORS = 3
+PARTITIONS = 4
+OLD = ReleaseStandIn(LATEST_SUPPORTED_VERSION - 1, RebalanceProtocol.EAGER)
+FROM = "2.3"  # the upgrade.from of a release that rebalances EAGER
+SESSION_TIMEOUT_S = 6.0
+TRIGGER_S = 1.0
+FAST = {"heartbeat.interval.ms": 300, "session.timeout.ms": int(SESSION_TIMEOUT_S * 1000),
+        "commit.interval.ms": 500, "max.poll.interval.ms": 30_000, "num.standby.replicas": 1,
+        "processing.guarantee": "exactly_once_v2", "probing.rebalance.interval.ms": 60_000}
+# Every block of the runbook, by name: the test runs all but the manual ones
+# (test_release_stand_in checks that the runbook has exactly these).
+EXPECTED_STEPS = ["before", "canary", "canary-rollback", "first-bounce", "after-first-bounce", "second-bounce",
+                  "done", "one-bounce", "toggle", "wrong-downgrade", "wrong-downgrade-recovery", "recovered",
+                  "rollback-first", "rollback-checked", "rollback-second", "rolled-back", "driver-restart",
+                  "automated"]
+MANUAL = {"one-bounce", "toggle", "driver-restart", "automated"}
+
+
+@pytest.fixture(scope="module")
+def cluster(_spark_sessions: Any) -> SparkSession:
+    """Spark with three executor JVMs (one task host each), waited for: Spark waits 30 s only."""
+    session: SparkSession = _spark_sessions.get(f"local-cluster[{EXECUTORS},1,1024]")
+    deadline = time.monotonic() + 120
+    while session.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1 < EXECUTORS:
+        assert time.monotonic() < deadline, f"{EXECUTORS} executors did not register within 120 s"
+        time.sleep(0.5)
+    return session
+
+
+class Lines:
+    """Produces word-count lines at a steady pace until stopped; `acknowledged` is every line the
+    broker took (the reference is computed from it)."""
+
+    def __init__(self, bootstrap: str, topic: str, per_second: float = 20.0) -> None:
+        self.bootstrap, self.topic, self.pace = bootstrap, topic, 1.0 / per_second
+        self.acknowledged: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="runbook-lines", daemon=True)
+
+    def start(self) -> Lines:
+        self._thread.start()
+        return self
+
+    def stop(self) -> list[str]:
+        self._stop.set()
+        self._thread.join(60)
+        return self.acknowledged
+
+    def _run(self) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
+                             "linger.ms": 5})
+        number = 0
+        while not self._stop.is_set():
+            text = " ".join(f"w{(number * 7 + j) % 13}" for j in range(number % 4 + 1))
+
+            def delivered(error: object, _message: object, text: str = text) -> None:
+                if error is None:
+                    self.acknowledged.append(text)
+
+            producer.produce(self.topic, text.encode(), f"line-{number}".encode(), on_delivery=delivered)
+            producer.poll(0)
+            number += 1
+            time.sleep(self.pace)
+        assert producer.flush(60) == 0
+
+
+@dataclass
+class Output:
+    """What the query's micro-batches delivered: the latest count per word, and when batches with
+    rows arrived (the output gaps)."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    arrivals: list[float] = field(default_factory=list)
+    calls: list[float] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def take(self, frame: DataFrame, _batch_id: int) -> None:
+        rows = frame.select("key", "value").collect()
+        with self.lock:
+            for row in rows:
+                self.counts[row.key] = max(self.counts.get(row.key, 0), row.value)
+            self.calls.append(time.monotonic())
+            if rows:
+                self.arrivals.append(self.calls[-1])
+
+    def longest_batch(self) -> float:
+        """The longest time from one micro-batch's output to the next's, rows or not."""
+        with self.lock:
+            return max((b - a for a, b in zip(self.calls, self.calls[1:], strict=False)), default=0.0)
+
+    def longest_gap(self) -> float:
+        with self.lock:
+            times = [*self.arrivals, time.monotonic()]
+        return max((b - a for a, b in zip(times, times[1:], strict=False)), default=0.0)
+
+
+class Probes(logging.Handler):
+    """The coordinator's log lines about metadata versions (it runs in this process)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@dataclass
+class Live:
+    runtime: StreamsRuntime
+    query: StreamingQuery
+    output: Output
+    lines: Lines
+    probes: Probes
+    ownership: Path
+    values: dict[str, str]
+    host_logs: list[Path]
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def status(self) -> dict[str, Any]:
+        status: dict[str, Any] = self.runtime.app.coordinator.status()
+        return status
+
+    def wait(self, check: Callable[[dict[str, Any]], bool], what: str, timeout_s: float = 90.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            assert self.query.exception() is None, f"the query failed waiting for {what}: {self.query.exception()}"
+            status = self.status()
+            if check(status):
+                return status
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what} not reached within {timeout_s:.0f} s: {brief(status)}")
+            time.sleep(0.5)
+
+
+def brief(status: Mapping[str, Any]) -> str:
+    hosts = [f"{h['name']} v{h['version']}/{h['latest_supported_version']} {h['rebalance_protocol']} "
+             f"active={h['active']} warmup={h['warmup']}" for h in status["hosts"]]
+    return f"group {status['state']} gen {status['generation']} {status['protocol']}; " + "; ".join(hosts)
+
+
+def settled(status: Mapping[str, Any]) -> bool:
+    """Stable, three hosts, every task running, no warm-ups pending."""
+    return (status["state"] == "STABLE" and len(status["hosts"]) == EXECUTORS
+            and all(t["state"] == "RUNNING" for t in status["tasks"]) and not any(h["warmup"] for h in status["hosts"]))
+
+
+def all_hosts(version: int, latest: int, protocol: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda s: settled(s) and all(
+        (h["version"], h["latest_supported_version"], h["rebalance_protocol"]) == (version, latest, protocol)
+        for h in s["hosts"])
+
+
+@pytest.fixture(scope="module")
+def live(cluster: SparkSession, kafka_broker: BrokerInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    work = tmp_path_factory.mktemp("runbook")
+    bootstrap = kafka_broker.bootstrap_servers
+    suffix = uuid.uuid4().hex[:8]
+    topics = {"lines": f"rb-lines-{suffix}", "counts": f"rb-counts-{suffix}"}
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics.values()]).values():
+        future.result()
+    app, state_dir, ownership = f"runbook-{suffix}", work / "driver", work / "ownership.log"
+    old_python = work / "old-release" / "bin" / "python"
+    old_python.parent.mkdir(parents=True)
+    environment = " ".join(f"{k}={v}" for k, v in OLD.environment().items())
+    old_python.write_text(f'#!/bin/sh\nexport {environment}\nexec "{sys.executable}" "$@"\n')
+    old_python.chmod(0o755)
+    probes = Probes()
+    logging.getLogger("streams_rt.coordinator.streams_round").addHandler(probes)
+    logging.getLogger("streams_rt.coordinator.streams_round").setLevel(logging.INFO)
+    config = {"application.id": app, "bootstrap.servers": bootstrap, "state.dir": str(state_dir),
+              "task.ownership.log": str(ownership), **FAST}
+    lines = Lines(bootstrap, topics["lines"]).start()
+    runtime = StreamsRuntime(cluster, "examples.word_count:topology", config, topology_args=topics,
+                             work_dir=work / "runtime", release_stand_in=OLD)
+    output = Output()
+    query = (runtime.stream().writeStream.foreachBatch(output.take)
+             .trigger(processingTime=f"{int(TRIGGER_S * 1000)} milliseconds").start())
+    host_logs = [Path(f"/proc/{h['pid']}/cwd/host.log").resolve() for h in runtime.start_executor_hosts()]
+    values = {"APP": app, "STATE_DIR": str(state_dir), "NEW_PYTHON": sys.executable, "OLD_PYTHON": str(old_python),
+              "FROM": FROM}
+    try:
+        yield Live(runtime, query, output, lines, probes, ownership, values, host_logs)
+    finally:
+        lines.stop()
+        query.stop()
+        runtime.stop()
+        logging.getLogger("streams_rt.coordinator.streams_round").removeHandler(probes)
+
+
+def test_the_runbook_upgrades_canaries_and_rolls_back_a_live_application(live: Live) -> None:
+    old = OLD.latest_supported_version
+    live.wait(all_hosts(old, old, "EAGER"), "the application on the old release")
+    live.wait(lambda s: bool(live.output.arrivals), "the first output")
+    checks = StepChecks(live)
+    for step in steps():
+        if step.manual:
+            continue
+        targets = checks.targets(step)
+        for host in targets:
+            printed = []
+            for argv in step.argv({**live.values, "HOST": host}):
+                started = time.monotonic()
+                result = streams_rt(*argv[1:], timeout=300)
+                assert result.returncode == 0, f"{step.name} ({host}): {' '.join(argv)}\n{result.stderr}"
+                printed.append(result.stdout)
+                live.figures.setdefault("commands", []).append((step.name, round(time.monotonic() - started, 1)))
+            missing = [text for text in step.expect if text not in "".join(printed)]
+            assert not missing, f"{step.name} ({host}): {missing} not in\n{''.join(printed)}"
+            checks.after(step, host, last=host == targets[-1])
+    produced = live.lines.stop()
+    reference = dict(collections.Counter(w for text in produced for w in text.split()))
+    deadline = time.monotonic() + 120
+    while live.output.counts != reference and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert live.output.counts == reference
+    print(f"\nrunbook figures: longest output gap {checks.longest_gap:.1f} s (bound {checks.gap_bound():.1f} s), "
+          f"canary share {live.figures['canary_share']}, {len(produced)} lines, commands {live.figures['commands']}")
+
+
+class StepChecks:
+    """What the test asserts after each step (see the module docstring)."""
+
+    def __init__(self, live: Live) -> None:
+        self.live = live
+        self.longest_gap = 0.0
+
+    def gap_bound(self) -> float:
+        return SESSION_TIMEOUT_S + self.live.output.longest_batch()
+
+    def targets(self, step: Step) -> list[str]:
+        """$HOST for each run of the step's commands."""
+        status = self.live.status()
+        names = [h["name"] for h in status["hosts"]]
+        if step.each_host:
+            return names
+        if step.name == "canary-rollback":  # the canary: the one host on the new release
+            return [h["name"] for h in status["hosts"] if h["latest_supported_version"] == LATEST_SUPPORTED_VERSION]
+        if step.name == "wrong-downgrade-recovery":  # the host on the old release
+            return [h["name"] for h in status["hosts"] if h["latest_supported_version"] < LATEST_SUPPORTED_VERSION]
+        return names[:1]
+
+    def after(self, step: Step, host: str, last: bool) -> None:
+        live, old, new = self.live, OLD.latest_supported_version, LATEST_SUPPORTED_VERSION
+        violations = ownership_log.check(ownership_log.read(live.ownership))
+        assert not violations, f"after {step.name} ({host}): {violations[:5]}"
+        self.longest_gap = max(self.longest_gap, live.output.longest_gap())
+        assert self.longest_gap <= self.gap_bound(), f"after {step.name}: output gap {self.longest_gap:.1f} s"
+        name = step.name
+        if name == "canary":
+            status = live.wait(lambda s: settled(s) and any(
+                h["latest_supported_version"] == new for h in s["hosts"]), "the canary settled")
+            tasks = len(status["tasks"])
+            canary = next(h for h in status["hosts"] if h["latest_supported_version"] == new)
+            share = len(canary["active"])
+            live.figures["canary_share"] = f"{share} of {tasks}"
+            assert math.floor(tasks / EXECUTORS) <= share <= math.ceil(tasks / EXECUTORS), brief(status)
+            assert (canary["version"], canary["rebalance_protocol"], status["protocol"]) == (old, "EAGER", "EAGER")
+        elif name == "canary-rollback":
+            live.wait(all_hosts(old, old, "EAGER"), "every host back on the old release")
+        elif name == "first-bounce":
+            status = live.wait(settled, "a settled group")
+            assert status["protocol"] == "EAGER", brief(status)
+            if not last:
+                assert any(h["version"] == old and h["latest_supported_version"] == new
+                           for h in status["hosts"]), brief(status)
+            else:
+                live.wait(all_hosts(new, new, "EAGER"), "the group converged to the new version, still EAGER")
+                assert any(f"sending assignments at version {old} (commonly supported {old}" in line
+                           for line in live.probes.lines), live.probes.lines[-10:]
+                logs = [p.read_text(errors="replace") for p in live.host_logs]
+                assert all(f"upgrade subscription version {old} -> {new}" in text for text in logs)
+                assert any(f"downgrade subscription version {new} -> {old}" in text for text in logs)
+        elif name == "second-bounce":
+            status = live.wait(settled, "a settled group")
+            assert status["protocol"] == "COOPERATIVE", brief(status)
+            if last:
+                live.wait(all_hosts(new, new, "COOPERATIVE"), "every host cooperative at the new version")
+        elif name == "wrong-downgrade":
+            status = live.wait(lambda s: settled(s) and any(
+                h["latest_supported_version"] == old for h in s["hosts"]), "the downgraded host back, stable")
+            assert status["protocol"] == "COOPERATIVE", brief(status)
+            assert all(h["version"] == old for h in status["hosts"]), brief(status)
+        elif name == "wrong-downgrade-recovery":
+            live.wait(all_hosts(new, new, "COOPERATIVE"), "every host cooperative at the new version")
+        elif name == "rollback-first":
+            status = live.wait(settled, "a settled group")
+            assert status["protocol"] == ("EAGER" if last else "COOPERATIVE"), brief(status)
+        elif name == "rollback-second":
+            status = live.wait(settled, "a settled group")
+            assert status["protocol"] == "EAGER", brief(status)
+            if last:
+                live.wait(all_hosts(old, old, "EAGER"), "every host back on the old release")
