@@ -39,13 +39,16 @@ from streams_rt.rpc.messages import ReportTasksRequest, ReportTasksResponse
 from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity
 from streams_rt.state import ConsoleRestoreListener, Mode, StateConfig, StateUpdater, StoreCorrupted, TaskState
+from streams_rt.state.stores import RocksDBStore
 from streams_rt.tasks.active import ActiveTaskRunner, BatchRefused, BatchTimings, ProcessingSettings, store_specs
 from streams_rt.tasks.execution.runner import DeserializationHandler, ProcessingFailed
 from streams_rt.tasks.faults import Faults
 from streams_rt.tasks.group_member import GroupMember
+from streams_rt.tasks.host_metrics import RestoreMetrics
 from streams_rt.tasks.input_reader import InputUnavailable, input_consumer
 from streams_rt.tasks.membership import MemberConfig, MemberState
 from streams_rt.tasks.ownership_log import OwnershipLog
+from streams_rt.tasks.prometheus import HostFigures, host_registry
 from streams_rt.tasks.restart import RestartRefused, RestartRequest
 from streams_rt.tasks.state_thread import StateThread
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
@@ -131,7 +134,10 @@ class TaskHost:
         self._faults = Faults.from_environment()
         self._state_config = StateConfig.from_config(settings.config)
         self.directory = self._state_config.open_state_directory()
-        self._reader = self._state_config.changelog_reader(ConsoleRestoreListener())
+        self.restore_metrics = RestoreMetrics(
+            {spec.name: sub.id for sub in topology.subtopologies for spec in store_specs(topology, sub.id)},
+            ConsoleRestoreListener())
+        self._reader = self._state_config.changelog_reader(self.restore_metrics)
         self._updater = StateUpdater(self._reader, self._state_config.commit_interval_ms)
         self._state = StateThread(self._updater, self._start_restored_tasks, self._reopen_corrupted)
         self._actives: dict[TaskId, ActiveTaskRunner] = {}  # touched on the state thread only...
@@ -139,7 +145,7 @@ class TaskHost:
         self._view: dict[TaskId, ActiveTaskRunner] = {}  # ...and copies of it for the other threads
         self._standby_sums: dict[TaskId, int] = {}
         self._hosted: dict[TaskId, HostedTask] = {}  # copies for readers on other threads...
-        self._lags_seen: dict[TaskId, int] = {}
+        self._lags_seen: dict[TaskId, dict[TopicPartition, int]] = {}
         self._restore_progress: dict[TaskId, tuple[int, int]] = {}
         self._lags_read_at = 0.0
         self._closed_timings: list[BatchTimings] = []
@@ -159,6 +165,7 @@ class TaskHost:
         self.query_endpoint: str | None = None
         self.member = GroupMember(settings.member, codec, _Listener(self),
                                   connect=lambda: GroupClient(settings.coordinator_address, tls_root_certs=roots))
+        self.metrics_registry = host_registry(self)
         self._reporter = threading.Thread(target=self._report_loop, name="streams-rt-report", daemon=True)
         self._report_client = GroupClient(settings.coordinator_address, tls_root_certs=roots)
 
@@ -273,7 +280,7 @@ class TaskHost:
         self._restore_progress = self._reader.restore_progress()
         now = time.monotonic()
         if now - self._lags_read_at >= LAG_REFRESH_S:
-            self._lags_seen = {t: s.lag() for t, s in self._standbys.items()}
+            self._lags_seen = {t: self._reader.partition_lags(t) for t in self._standbys}
             self._lags_read_at = now
         if started:
             self._publish()
@@ -303,11 +310,30 @@ class TaskHost:
             return None
         if not hosted.standby:
             return 0
-        return self._lags_seen.get(task)
+        lags = self._lags_seen.get(task)
+        return None if lags is None else sum(lags.values())
 
     def restore_progress(self, task: TaskId) -> tuple[int, int] | None:
         """(records restored, offsets left) of an active task that restores here, else None."""
         return self._restore_progress.get(task)
+
+    def metric_figures(self) -> HostFigures:
+        """What `/metrics` shows (read on the scraping thread; RocksDB's figures under each task's
+        reading guard, so no store closes meanwhile)."""
+        stores: dict[tuple[TaskId, str], dict[str, int]] = {}
+        for task, hosted in sorted(self._hosted.items()):
+            with hosted.state.reading() as open_stores:
+                for name, store in sorted((open_stores or {}).items()):
+                    if isinstance(store, RocksDBStore) and store.is_open:
+                        stores[(task, name)] = store.figures()
+        return HostFigures(
+            tasks={t: r.metrics.snapshot() for t, r in sorted(self._view.items())},
+            restores=self.restore_metrics.snapshot(),
+            restore_remaining={t: left for t, (_, left) in self._restore_progress.items()},
+            standby_lags={t: lags for t, lags in self._lags_seen.items() if (h := self._hosted.get(t)) and h.standby},
+            listener=self.member.listener_metrics.snapshot(),
+            stores=stores,
+        )
 
     def group_metadata(self) -> GroupMetadata:
         member = self.member.status()
