@@ -35,7 +35,7 @@ from streams_rt.protocol import LATEST_SUPPORTED_VERSION, OFFSET_SUM_RUNNING_ACT
 from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.batches import BatchError, BatchRequest, BatchRequestInvalid
 from streams_rt.rpc.client import AuthenticationRefused, CoordinatorUnavailable, GroupClient
-from streams_rt.rpc.messages import ReportTasksRequest, ReportTasksResponse
+from streams_rt.rpc.messages import DrainMemberRequest, DrainMemberResponse, ReportTasksRequest, ReportTasksResponse
 from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity
 from streams_rt.state import ConsoleRestoreListener, Mode, StateConfig, StateUpdater, StoreCorrupted, TaskState
@@ -152,6 +152,7 @@ class TaskHost:
         self._changed = threading.Event()
         self._closing = threading.Event()
         self._generation = -1  # the member's, as last told to the listener; read without locks
+        self._drain = DrainState()
         log_path = self._processing.ownership_log
         self._ownership = OwnershipLog(log_path, str(self.directory.process_id)) if log_path else None
         control = ControlPlaneSettings.from_config(settings.config)
@@ -410,6 +411,46 @@ class TaskHost:
         """State thread: each standby's offsets behind its changelogs' ends."""
         return {str(t): s.lag() for t, s in sorted(self._standbys.items())}
 
+    # -- draining ----------------------------------------------------------------------------
+    def request_drain(self, reason: str) -> None:
+        """Drain this host: the coordinator moves its tasks to the others as they catch up; once it
+        holds none, `drained` turns true (its process then stops). Any thread; idempotent."""
+        if self._drain.reason is None:
+            log.warning("draining: %s; the coordinator moves this host's tasks to the others as they catch up, "
+                        "then the host stops", reason)
+            self._drain.reason = reason
+        self._changed.set()
+
+    @property
+    def drained(self) -> bool:
+        """A drain was asked for, the coordinator took it, and a later generation left this host
+        nothing to run."""
+        member = self.member.status()
+        asked = self._drain.asked
+        return (asked is not None and asked[0] == member.member_id and member.generation > asked[1]
+                and member.state is MemberState.STABLE and not member.active and not member.standby
+                and not self._view)
+
+    def _ask_to_drain(self, member_id: str, generation: int) -> None:
+        """Reporter thread: tell the coordinator once per member id (a member that rejoins under a
+        new id is drained again)."""
+        reason = self._drain.reason
+        asked = self._drain.asked
+        if reason is None or (asked is not None and asked[0] == member_id):
+            return
+        request = DrainMemberRequest(group_id=self.settings.member.application_id, member_id=member_id, reason=reason)
+        try:
+            response = self._report_client.call(request, DrainMemberResponse)
+        except (CoordinatorUnavailable, AuthenticationRefused) as e:
+            log.warning("cannot ask the coordinator to drain this host yet: %s", e)
+            return
+        if response.error != "NONE":
+            log.warning("the coordinator refused to drain member %s: %s %s", member_id, response.error,
+                        response.message)
+            return
+        self._drain.asked = (member_id, generation)
+        log.info("the coordinator drains member %s from after generation %d", member_id, generation)
+
     # -- reporting ---------------------------------------------------------------------------
     def _report_loop(self) -> None:
         warned = False
@@ -419,6 +460,7 @@ class TaskHost:
             member = self.member.status()
             if member.state is not MemberState.STABLE or not member.member_id:
                 continue
+            self._ask_to_drain(member.member_id, member.generation)
             tasks = {str(t): {"phase": r.core.phase.value, "positions": [[tp.topic, tp.partition, o] for tp, o in
                                                                          sorted(r.positions().items())]}
                      for t, r in list(self._view.items()) if t in member.active}
@@ -462,6 +504,15 @@ class TaskHost:
     @property
     def failed(self) -> bool:
         return self.member.status().state is MemberState.FAILED or self._state.failure is not None
+
+
+@dataclass
+class DrainState:
+    """Why the host drains (None: it does not), and the member id and generation the coordinator
+    accepted the drain at."""
+
+    reason: str | None = None
+    asked: tuple[str, int] | None = None
 
 
 class _Listener:
@@ -515,7 +566,18 @@ class BatchServer(SecureFlightServer):
             return iter([json.dumps(self._host.status()).encode()])
         if action.type == "restart":
             return iter([self._restart(action.body.to_pybytes())])
-        raise BatchError("INVALID", f"unknown action {action.type[:40]!r}; known: commit, status, restart").to_flight()
+        if action.type == "drain":
+            return iter([self._drain(action.body.to_pybytes())])
+        raise BatchError("INVALID", f"unknown action {action.type[:40]!r}; known: commit, status, restart, "
+                         "drain").to_flight()
+
+    def _drain(self, body: bytes) -> bytes:
+        try:
+            reason = json.loads(body).get("reason") or "asked by an operator"
+        except (ValueError, AttributeError):
+            raise BatchError("INVALID", "a drain request is a JSON object with a `reason`").to_flight() from None
+        self._host.request_drain(str(reason)[:200])
+        return json.dumps({"draining": True, "pid": os.getpid()}).encode()
 
     def _restart(self, body: bytes) -> bytes:
         on_restart = self._host.on_restart
@@ -530,7 +592,8 @@ class BatchServer(SecureFlightServer):
 
     def action_types(self) -> list[tuple[str, str]]:
         return [("commit", "acknowledge a batch"), ("status", "the host's tasks"),
-                ("restart", "close, then start again with new settings or code")]
+                ("restart", "close, then start again with new settings or code"),
+                ("drain", "move every task to the other hosts as they catch up, then stop")]
 
 
 def _request(body: bytes) -> BatchRequest:
