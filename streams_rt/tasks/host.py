@@ -38,7 +38,7 @@ from streams_rt.rpc.client import AuthenticationRefused, CoordinatorUnavailable,
 from streams_rt.rpc.messages import DrainMemberRequest, DrainMemberResponse, ReportTasksRequest, ReportTasksResponse
 from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity
-from streams_rt.state import ConsoleRestoreListener, Mode, StateConfig, StateUpdater, StoreCorrupted, TaskState
+from streams_rt.state import ConsoleRestoreListener, StateConfig, StateUpdater, StoreCorrupted, TaskState
 from streams_rt.state.stores import RocksDBStore
 from streams_rt.tasks.active import ActiveTaskRunner, BatchRefused, BatchTimings, ProcessingSettings, store_specs
 from streams_rt.tasks.execution.runner import DeserializationHandler, ProcessingFailed
@@ -192,11 +192,12 @@ class TaskHost:
         status = self.member.status()
         if self._ownership is not None:
             self._ownership.assigned(generation, status.active)
-        self._state.call(lambda: self._assign(tasks, status.standby))
+        self._state.call(lambda: self._assign(tasks, status.standby, generation))
 
-    def _assign(self, tasks: frozenset[TaskId], standbys: frozenset[TaskId]) -> None:
+    def _assign(self, tasks: frozenset[TaskId], standbys: frozenset[TaskId], generation: int) -> None:
         for task in sorted(tasks):
             state = self._standbys.pop(task, None)
+            promoted = state is not None
             if state is not None:
                 self._updater.remove_standby(task)
             else:
@@ -205,28 +206,28 @@ class TaskHost:
                                       self._faults, functools.partial(self._batch_done, task))
             self._actives[task] = runner
             runner.start_restore()
-            log.info("task %s: active here, %s", task, "promoting its standby" if state.mode is not Mode.CREATED
-                     else "restoring")
+            log.info("task %s: active here from generation %d, %s", task, generation,
+                     "promoting its standby" if promoted else "restoring its state")
         for task in sorted(set(self._standbys) - standbys):
             self._updater.remove_standby(task)
             self._standbys.pop(task).close(clean=True)
-            log.info("task %s: standby closed (no longer assigned here)", task)
+            log.info("task %s: standby closed (not assigned here at generation %d)", task, generation)
         now_ms = time.monotonic_ns() // 1_000_000
         for task in sorted(standbys - set(self._standbys) - set(self._actives)):
             state = self._new_state(task)
             state.open_standby()
             self._updater.add_standby(state, now_ms)
             self._standbys[task] = state
-            log.info("task %s: standby here", task)
+            log.info("task %s: standby here from generation %d", task, generation)
         self._publish()
 
     def revoked(self, tasks: frozenset[TaskId], generation: int) -> None:
-        self._state.call(lambda: self._close(tasks, clean=True))
+        self._state.call(lambda: self._close(tasks, clean=True, generation=generation))
         if self._ownership is not None:
             self._ownership.released(generation, tasks, clean=True)
 
     def lost(self, tasks: frozenset[TaskId], generation: int) -> None:
-        self._state.call(lambda: self._close(tasks, clean=False))
+        self._state.call(lambda: self._close(tasks, clean=False, generation=generation))
         if self._ownership is not None:
             self._ownership.released(generation, tasks, clean=False)
 
@@ -235,13 +236,15 @@ class TaskHost:
         if self._ownership is not None:
             self._ownership.batch(self._generation, task, ranges, replay)
 
-    def _close(self, tasks: frozenset[TaskId], clean: bool) -> None:
+    def _close(self, tasks: frozenset[TaskId], clean: bool, generation: int) -> None:
+        why = "the host is closing" if self._closing.is_set() else "given up to the rebalance"
         for task in sorted(tasks):
             runner = self._actives.pop(task, None)
             if runner is not None:
                 runner.close(clean=clean)  # waits for a batch in flight
                 self._closed_timings.append(runner.timings)
-                log.info("task %s: %s", task, "revoked: committed and closed" if clean else "lost: closed")
+                log.info("task %s: %s at generation %d (%s)", task, "revoked: committed and closed" if clean
+                         else "lost (another host may own it now): closed without committing", generation, why)
         self._publish()
 
     def _reopen_corrupted(self, error: StoreCorrupted) -> None:
@@ -254,13 +257,13 @@ class TaskHost:
         if runner is not None:
             runner.close(clean=False)
             self._closed_timings.append(runner.timings)
-            self._assign(frozenset({task}), frozenset(self._standbys))
+            self._assign(frozenset({task}), frozenset(self._standbys), self._generation)
             return
         standby = self._standbys.pop(task, None)
         if standby is not None:
             self._updater.remove_standby(task)
             standby.close(clean=False)
-            self._assign(frozenset(), frozenset(self._standbys) | {task})
+            self._assign(frozenset(), frozenset(self._standbys) | {task}, self._generation)
 
     def _new_state(self, task: TaskId) -> TaskState:
         return TaskState(self._state_config, self.directory, task, store_specs(self.topology, task.subtopology),
@@ -494,7 +497,7 @@ class TaskHost:
             self._ownership.close()
 
     def _close_all(self) -> None:
-        self._close(frozenset(self._actives), clean=True)
+        self._close(frozenset(self._actives), clean=True, generation=self._generation)
         for task, state in list(self._standbys.items()):
             self._updater.remove_standby(task)
             state.close(clean=True)
