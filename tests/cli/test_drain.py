@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from streams_rt.tasks import ownership_log
-from tests.cli.helpers import assert_one_error_line, streams_rt
-from tests.coordinator.settle import wait_until, wait_until_settled
+from tests.coordinator.settle import wait_until
 from tests.tasks import topologies
 from tests.tasks.test_host import LINES, Apps, drain, last_values, output_rows
 
@@ -92,16 +91,3 @@ def test_drain_moves_every_task_with_no_owner_gap_and_stops_the_host(apps: Apps,
     warmups = [m for e in app.coordinator.status()["rebalances"] if e["generation"] > start_generation
                for m in e["moves"] if m["kind"] == "warmup" and m["to"] is not None]
     assert warmups, "the drain placed no warm-up"
-    print(out)
-
-
-def test_draining_the_only_host_is_a_one_line_error(apps: Apps, tmp_path: Path) -> None:
-    apps.create_topics({"nb-in": 1, "nb-out": 1})
-    state_dir = tmp_path / "driver"
-    app, _ = apps.start("numbers", hosts=1, **{"state.dir": str(state_dir)})
-    wait_until_settled(app, 1)
-    where = ("--application-id", app.application_id, "--state-dir", state_dir)
-    name = app.coordinator.status()["hosts"][0]["name"]
-    assert_one_error_line(streams_rt("drain", name, *where), f"host {name} is the only host")
-    assert_one_error_line(streams_rt("drain", "nobody", *where), "no single host named 'nobody'")
-    assert app.hosts["host-0"].alive
