@@ -238,6 +238,7 @@ class Coordinator:
                 coordinator=self.address,
                 http=self.http_url,
                 now_ms=self._wall_clock_ms(),
+                draining=getattr(self._planner, "draining", frozenset()),
             )
 
     def _generation_formed(self) -> None:
@@ -291,10 +292,12 @@ class Coordinator:
         """Drain one member (assignment/drain.py): a round starts now in which it is a destination
         for nothing; its active tasks move as their new owners catch up, until it holds none. Its
         host asks for this, and stops once it holds nothing. GroupErrorException if the member is
-        unknown or the planner cannot drain."""
+        unknown or the planner cannot drain; nothing happens for a member draining already."""
         start = getattr(self._planner, "start_drain", None)
         if start is None:
             raise GroupErrorException(GroupError.INVALID_REQUEST, "this coordinator's planner cannot drain members")
+        if member_id in getattr(self._planner, "draining", ()):
+            return  # draining already: its host asks again at every generation
 
         def change() -> None:
             if member_id not in self.group.members:

@@ -435,11 +435,10 @@ class TaskHost:
                 and not self._view)
 
     def _ask_to_drain(self, member_id: str, generation: int) -> None:
-        """Reporter thread: tell the coordinator once per member id (a member that rejoins under a
-        new id is drained again)."""
+        """Reporter thread: tell the coordinator at every generation (it ignores a member it drains
+        already), so a drain survives a coordinator restart and a member that rejoins under a new id."""
         reason = self._drain.reason
-        asked = self._drain.asked
-        if reason is None or (asked is not None and asked[0] == member_id):
+        if reason is None or self._drain.confirmed == (member_id, generation):
             return
         request = DrainMemberRequest(group_id=self.settings.member.application_id, member_id=member_id, reason=reason)
         try:
@@ -451,8 +450,10 @@ class TaskHost:
             log.warning("the coordinator refused to drain member %s: %s %s", member_id, response.error,
                         response.message)
             return
-        self._drain.asked = (member_id, generation)
-        log.info("the coordinator drains member %s from after generation %d", member_id, generation)
+        self._drain.confirmed = (member_id, generation)
+        if self._drain.asked is None or self._drain.asked[0] != member_id:
+            self._drain.asked = (member_id, generation)
+            log.info("the coordinator drains member %s from after generation %d", member_id, generation)
 
     # -- reporting ---------------------------------------------------------------------------
     def _report_loop(self) -> None:
@@ -511,11 +512,12 @@ class TaskHost:
 
 @dataclass
 class DrainState:
-    """Why the host drains (None: it does not), and the member id and generation the coordinator
-    accepted the drain at."""
+    """Why the host drains (None: it does not), the member id and generation the coordinator first
+    accepted the drain at, and the last ones it confirmed it."""
 
     reason: str | None = None
     asked: tuple[str, int] | None = None
+    confirmed: tuple[str, int] | None = None
 
 
 class _Listener:

@@ -61,14 +61,18 @@ def test_drain_moves_every_task_with_no_owner_gap_and_stops_the_host(apps: Apps,
         (f"line-{400 + i}", line.encode(), 2_000 + i) for i, line in enumerate(second)]))
     more.start()
     deadline = time.monotonic() + 180
+    seen_draining = False
     while command.poll() is None:  # batches go on while the drain runs
         rows += output_rows(loop.run_once().rows())
+        seen_draining |= any(h["draining"] for h in app.coordinator.status()["hosts"]
+                             if h["member"] == leaving["member"])
         assert time.monotonic() < deadline, "the drain did not end within 180 s"
     out, err = command.communicate()
     more.join()
     assert command.returncode == 0, (out, err)
     assert f"draining host {leaving['name']}" in out and f"host {leaving['name']} drained and gone" in out, out
     assert process.proc.wait(30) == 0
+    assert seen_draining, "the status never showed the host draining"
     log = process.log_tail(200_000)
     assert "drained: every task of this host runs elsewhere now; stopping" in log, log[-3000:]
     rows += drain(loop)
