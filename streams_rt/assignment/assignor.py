@@ -17,6 +17,7 @@ from streams_rt.protocol import RebalanceProtocol, TaskId
 from .active_placement import general_assign
 from .constrained import constrained_applies, constrained_assign
 from .cooperative import hand_off
+from .drain import assign_with_draining
 from .model import (
     AssignmentConfigs,
     AssignmentResult,
@@ -50,6 +51,8 @@ def assign(
     if isinstance(tasks, TaskTopology):
         stateless = [*stateless, *tasks.stateless_tasks()]
         tasks = list(tasks.tasks())
+    if any(c.draining for c in clients):
+        return assign_with_draining(assign, tasks, clients, changelog_end_offsets, configs, protocol, now_ms, stateless)
     ordered = sorted_unique(tasks)
     states = sorted(clients, key=lambda s: s.process_id)
     for a, b in pairwise(states):

@@ -77,7 +77,8 @@ class ClientState:
     task_offset_sums are the changelog offset sums it holds (OFFSET_SUM_RUNNING_ACTIVE etc. allowed).
     revoked_all: an EAGER client gave everything up before joining; its owned_active still says what it
     ran (for stickiness, as Kafka's previous tasks) but it holds nothing (Kafka's empty owned
-    partitions), so no hand-off waits for it."""
+    partitions), so no hand-off waits for it. draining: the client is being drained (drain.py): it
+    gets nothing new and keeps its actives only until their new owners are caught up."""
 
     process_id: uuid.UUID
     capacity: int = 1
@@ -86,6 +87,7 @@ class ClientState:
     owned_standby: frozenset[TaskId] = frozenset()
     task_offset_sums: Mapping[TaskId, int] = field(default_factory=dict)
     revoked_all: bool = False
+    draining: bool = False
 
     def __post_init__(self) -> None:
         if self.capacity < 1:

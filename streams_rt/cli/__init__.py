@@ -11,6 +11,7 @@ import click
 
 from streams_rt.cli.describe import describe
 from streams_rt.cli.dev_broker import dev_broker
+from streams_rt.cli.drain import drain
 from streams_rt.cli.host import host
 from streams_rt.cli.protocol import protocol
 from streams_rt.cli.query import query
@@ -48,3 +49,4 @@ main.add_command(query)
 main.add_command(host)
 main.add_command(protocol)
 main.add_command(upgrade)
+main.add_command(drain)

@@ -54,8 +54,8 @@ def restart(application_id: str, state_dir: Path | None, address: str | None, tr
     request = {"properties": properties, "python": str(python.absolute()) if python else None,
                "env": _pairs(environment, "--env"), "latest_supported_version": None}
     reach = access(application_id, state_dir, address, truststore)
-    before = _status(reach, application_id)
-    target = _find(before["hosts"], host_name)
+    before = group_status(reach, application_id)
+    target = find_host(before["hosts"], host_name)
     try:
         with reach.host(str(target["endpoint"])) as client:
             client.restart(request)
@@ -65,7 +65,7 @@ def restart(application_id: str, state_dir: Path | None, address: str | None, tr
     deadline = time.monotonic() + timeout_s
     while True:
         time.sleep(0.5)
-        now = _status(reach, application_id)
+        now = group_status(reach, application_id)
         endpoints = {h["endpoint"] for h in now["hosts"]}
         back = len(now["hosts"]) >= len(before["hosts"]) and target["endpoint"] not in endpoints
         if back and now["state"] == "STABLE":
@@ -83,7 +83,7 @@ def _describe(properties: Mapping[str, Any], python: Path | None) -> str:
     return ", ".join(changes) or "same settings"
 
 
-def _find(hosts: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, Any]:
+def find_host(hosts: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, Any]:
     found = [h for h in hosts if name in (h["name"], h["member"], h.get("instance_id"), h.get("endpoint"))]
     if len(found) != 1:
         known = ", ".join(h["name"] for h in hosts) or "none"
@@ -93,6 +93,6 @@ def _find(hosts: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, Any]:
     return found[0]
 
 
-def _status(reach: Access, application_id: str) -> dict[str, Any]:
+def group_status(reach: Access, application_id: str) -> dict[str, Any]:
     status: dict[str, Any] = call_coordinator(reach, StatusRequest(group_id=application_id), StatusResponse).status
     return status

@@ -49,7 +49,8 @@ def render_status(status: Mapping[str, Any]) -> str:
         "",
     ]
     lines += _table(["HOST", "ENDPOINT", "VERSION", "ACTIVE", "STANDBY", "WARMUP"], [
-        [h["name"], h["endpoint"] or "-", _version(h), _tasks(h["active"]), _tasks(h["standby"]), _tasks(h["warmup"])]
+        [h["name"] + (" (draining)" if h.get("draining") else ""), h["endpoint"] or "-", _version(h),
+         _tasks(h["active"]), _tasks(h["standby"]), _tasks(h["warmup"])]
         for h in status["hosts"]
     ])
     lines.append("")

@@ -32,6 +32,8 @@ from streams_rt.rpc.messages import (
     REQUESTS,
     DescribeRequest,
     DescribeResponse,
+    DrainMemberRequest,
+    DrainMemberResponse,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinRequest,
@@ -81,6 +83,7 @@ class CoordinatorServer(SecureFlightServer):
         status: Callable[[], dict[str, Any]],
         set_protocol: Callable[[RebalanceProtocol | None], None],
         request_shutdown: Callable[[str], None],
+        drain_member: Callable[[str, str], None] | None = None,
         save: Callable[[GroupRecord], None] | None = None,
         generation_formed: Callable[[], None] | None = None,
         task_reports: TaskReports | None = None,
@@ -103,6 +106,7 @@ class CoordinatorServer(SecureFlightServer):
         self._generation_formed = generation_formed
         self._set_protocol = set_protocol
         self._request_shutdown = request_shutdown
+        self._drain_member = drain_member
         self._task_reports = task_reports or TaskReports({})
         self._clock = clock
         self._cond = threading.Condition()
@@ -116,6 +120,7 @@ class CoordinatorServer(SecureFlightServer):
             DescribeRequest.ACTION: self._describe_action,
             SetProtocolRequest.ACTION: self._set_protocol_action,
             RequestShutdownRequest.ACTION: self._request_shutdown_action,
+            DrainMemberRequest.ACTION: self._drain_member_action,
             ReportTasksRequest.ACTION: self._report_tasks,
             TaskStatusRequest.ACTION: self._task_status,
             StatusRequest.ACTION: self._status_action,
@@ -301,6 +306,12 @@ class CoordinatorServer(SecureFlightServer):
     def _request_shutdown_action(self, req: RequestShutdownRequest) -> RequestShutdownResponse:
         self._request_shutdown(req.reason or "operator request_shutdown action")
         return RequestShutdownResponse()
+
+    def _drain_member_action(self, req: DrainMemberRequest) -> DrainMemberResponse:
+        if self._drain_member is None:
+            raise GroupErrorException(GroupError.INVALID_REQUEST, "this coordinator cannot drain members")
+        self._drain_member(req.member_id, req.reason or "drain_member action")
+        return DrainMemberResponse()
 
     def _report_tasks(self, req: ReportTasksRequest) -> ReportTasksResponse:
         reports = parse_reports(req.tasks)

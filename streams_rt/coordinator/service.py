@@ -149,6 +149,7 @@ class Coordinator:
             status=self.status,
             set_protocol=lambda protocol: self.set_protocol(protocol, "operator set_protocol action"),
             request_shutdown=self.request_shutdown,
+            drain_member=self.drain_member,
             save=self._save if store is not None else None,
             generation_formed=self._generation_formed,
             task_reports=self._task_reports,
@@ -237,6 +238,7 @@ class Coordinator:
                 coordinator=self.address,
                 http=self.http_url,
                 now_ms=self._wall_clock_ms(),
+                draining=getattr(self._planner, "draining", frozenset()),
             )
 
     def _generation_formed(self) -> None:
@@ -285,6 +287,26 @@ class Coordinator:
                                       "this coordinator's planner cannot request a shutdown")
         self._server.request_rebalance(f"application shutdown requested: {reason}", request)
         log.warning("application %s: shutdown requested: %s", self.config.application_id, reason)
+
+    def drain_member(self, member_id: str, reason: str = "operator request") -> None:
+        """Drain one member (assignment/drain.py): a round starts now in which it is a destination
+        for nothing; its active tasks move as their new owners catch up, until it holds none. Its
+        host asks for this, and stops once it holds nothing. GroupErrorException if the member is
+        unknown or the planner cannot drain; nothing happens for a member draining already."""
+        start = getattr(self._planner, "start_drain", None)
+        if start is None:
+            raise GroupErrorException(GroupError.INVALID_REQUEST, "this coordinator's planner cannot drain members")
+        if member_id in getattr(self._planner, "draining", ()):
+            return  # draining already: its host asks again at every generation
+
+        def change() -> None:
+            if member_id not in self.group.members:
+                raise GroupErrorException(GroupError.UNKNOWN_MEMBER_ID, f"no member {member_id} in the group")
+            start(member_id, frozenset(self.group.members))
+
+        self._server.request_rebalance(f"drain of member {member_id} requested: {reason}", change)
+        log.info("group %s: draining member %s (%s): warm-ups of its active tasks elsewhere first, each moved "
+                 "once caught up", self.config.application_id, member_id, reason)
 
     def close(self) -> None:
         if self._discovery is not None:

@@ -5,7 +5,7 @@ never disagree. Pure: the coordinator builds it under the group lock."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from streams_rt.assignment import ClientAssignment
@@ -26,11 +26,12 @@ def build_status(
     coordinator: str,
     http: str | None,
     now_ms: int,
+    draining: Collection[str] = (),
 ) -> dict[str, Any]:
     """`tasks` is every task's status (TaskReports.status), `endpoints` each member's batch endpoint
     as it reported it, `lags` each member's reported lag per stateful task (as of the last round),
     `rebalances` oldest first, `coordinator` and `http` its addresses (None: no HTTP endpoint),
-    `now_ms` epoch milliseconds."""
+    `now_ms` epoch milliseconds, `draining` the members being drained (`streams-rt drain`)."""
     hosts = []
     standbys: dict[TaskId, list[str]] = {}
     warmups: dict[TaskId, list[str]] = {}
@@ -53,6 +54,7 @@ def build_status(
             "standby": [str(t) for t in sorted(a.standby - a.warmup)],
             "warmup": [str(t) for t in sorted(a.warmup)],
             "revoke": [str(t) for t in sorted(a.revoke)],
+            "draining": member_id in draining,
         })
     task_rows = []
     for task, status in sorted(tasks.items()):

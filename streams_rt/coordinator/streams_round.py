@@ -118,9 +118,15 @@ class StreamsRoundPlanner:
         self._departures = DepartureTracker(scheduled_rebalance_max_delay_ms)
         self._wall_clock_ms = wall_clock_ms
         self.shutdown_requested = False
+        self.draining: frozenset[str] = frozenset()  # member ids being drained
         # member id -> {stateful task: records behind its changelog's end} as the members reported
         # them in the subscriptions of the last applied round (0: running active; -1: unknown).
         self.reported_lags: Mapping[str, Mapping[TaskId, int]] = {}
+
+    def start_drain(self, member_id: str, present: frozenset[str]) -> None:
+        """From the next round `member_id` drains (assignment/drain.py); members no longer in the
+        group (`present`) are forgotten."""
+        self.draining = (self.draining & present) | {member_id}
 
     def request_shutdown(self) -> None:
         """From now on every round gives every member no tasks and SHUTDOWN_REQUESTED (KIP-725).
@@ -291,6 +297,7 @@ class StreamsRoundPlanner:
                     owned_standby=frozenset(t for t in s.standby_tasks if t in self.tasks),
                     task_offset_sums={t: v for t, v in s.task_offset_sums.items() if t in self.tasks},
                     revoked_all=members[mid].revoked_all,
+                    draining=mid in self.draining,
                 )
             )
         ends = self._end_offsets()

@@ -12,6 +12,7 @@ import uvicorn
 
 from streams_rt.config import StreamsConfig
 from streams_rt.iq.app import PointLookups, QueryApp, create_app
+from streams_rt.iq.metrics import MetricsEndpoint
 from streams_rt.iq.settings import QuerySettings
 from streams_rt.tasks.host import TaskHost
 
@@ -26,6 +27,7 @@ class QueryServer:
         self.endpoint = ""
         self.queries = QueryApp(host, settings, lambda: self.endpoint)
         self.app = create_app(self.queries)
+        self.asgi = MetricsEndpoint(PointLookups(self.app, self.queries), host.metrics_registry)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -41,7 +43,7 @@ class QueryServer:
         sock.listen(1024)
         port = sock.getsockname()[1]
         self.endpoint = self.settings.advertised or f"{self.settings.bind_host}:{port}"
-        config = uvicorn.Config(PointLookups(self.app, self.queries), loop="uvloop", http="httptools",
+        config = uvicorn.Config(self.asgi, loop="uvloop", http="httptools",
                                 lifespan="off", access_log=False, log_level="warning", timeout_keep_alive=30)
         self._server = server = uvicorn.Server(config)
         started = threading.Event()
@@ -57,7 +59,8 @@ class QueryServer:
         self._thread = threading.Thread(target=serve, name="streams-rt-queries", daemon=True)
         self._thread.start()
         started.wait(10)
-        log.info("interactive queries at http://%s/v1 (bound to %s:%d)", self.endpoint, self.settings.bind_host, port)
+        log.info("interactive queries at http://%s/v1, metrics at /metrics (bound to %s:%d)", self.endpoint,
+                 self.settings.bind_host, port)
         return self.endpoint
 
     def close(self) -> None:

@@ -131,6 +131,11 @@ class HostClient:
         result: dict[str, Any] = json.loads(self._action("restart", json.dumps(request).encode()))
         return result
 
+    def drain(self, reason: str) -> dict[str, Any]:
+        """Ask the host to drain: its tasks move to the others as they catch up, then it stops."""
+        result: dict[str, Any] = json.loads(self._action("drain", json.dumps({"reason": reason}).encode()))
+        return result
+
     def _action(self, name: str, body: bytes) -> bytes:
         try:
             results = list(self._client.do_action(flight.Action(name, body), self._options))

@@ -350,6 +350,23 @@ class RequestShutdownResponse(Response):
 
 
 @dataclasses.dataclass(frozen=True)
+class DrainMemberRequest(Request):
+    """A host asks to be drained (`streams-rt drain`, or its executor being decommissioned): from a
+    round that starts now it gets nothing new, and each of its active tasks moves once the member
+    taking it is caught up; it ends with no tasks."""
+
+    ACTION: ClassVar[str] = "drain_member"
+    group_id: str
+    member_id: str
+    reason: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class DrainMemberResponse(Response):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
 class ReportTasksRequest(Request):
     """A host's active tasks (streams_rt.rpc.tasks.parse_reports) and the endpoint that serves their
     batches; kept for the member's current generation only."""
@@ -426,6 +443,7 @@ REQUESTS: dict[str, tuple[type[Request], type[Response]]] = {
     DescribeRequest.ACTION: (DescribeRequest, DescribeResponse),
     SetProtocolRequest.ACTION: (SetProtocolRequest, SetProtocolResponse),
     RequestShutdownRequest.ACTION: (RequestShutdownRequest, RequestShutdownResponse),
+    DrainMemberRequest.ACTION: (DrainMemberRequest, DrainMemberResponse),
     ReportTasksRequest.ACTION: (ReportTasksRequest, ReportTasksResponse),
     StatusRequest.ACTION: (StatusRequest, StatusResponse),
     TaskStatusRequest.ACTION: (TaskStatusRequest, TaskStatusResponse),

@@ -179,8 +179,12 @@ class ChangelogReader:
     def lag(self, task: TaskId) -> int:
         """Offsets between the read positions and the changelogs' current committed ends (records
         plus commit markers not yet passed): 0 when caught up."""
-        return sum(max(0, self.changelog_range(p.tp)[1] - p.position)
-                   for p in self._partitions.values() if p.owner == task)
+        return sum(self.partition_lags(task).values())
+
+    def partition_lags(self, task: TaskId) -> dict[TopicPartition, int]:
+        """`lag` per changelog partition (Kafka's `records-lag`); each asks the broker for the end."""
+        return {p.tp: max(0, self.changelog_range(p.tp)[1] - p.position)
+                for p in self._partitions.values() if p.owner == task}
 
     # -- reading -----------------------------------------------------------------------------
     def poll(self, timeout_s: float = 0.1, max_records: int = CONSUME_BATCH) -> dict[TaskId, int]:

@@ -30,7 +30,8 @@ class StateRestoreListener(Protocol):
 
 class ConsoleRestoreListener:
     """A progress bar on stderr while restoring (hidden when stderr is not a terminal unless
-    `force`), and one log line at the end with records, seconds and rate."""
+    `force`), and one log line at the start with the offsets to read and one at the end with
+    records, seconds and rate."""
 
     def __init__(self, force: bool = False) -> None:
         self._disable = None if force else not sys.stderr.isatty()
@@ -40,6 +41,8 @@ class ConsoleRestoreListener:
         bar = tqdm(total=max(0, end_offset - start_offset), desc=f"restore {store} {tp}", unit="rec",
                    unit_scale=True, disable=self._disable, leave=False)
         self._bars[(tp, store)] = (bar, time.perf_counter())
+        log.info("restoring store %s from %s: offsets %d to %d (%d to read)", store, tp, start_offset, end_offset,
+                 max(0, end_offset - start_offset))
 
     def on_batch_restored(self, tp: TopicPartition, store: str, batch_end_offset: int, num_restored: int) -> None:
         self._bars[(tp, store)][0].update(num_restored)

@@ -25,6 +25,7 @@ from streams_rt.state import Mode, StoreSpec, TaskState, WindowSpec
 from streams_rt.tasks import batch_record
 from streams_rt.tasks.execution.runner import DeserializationHandler, SubtopologyRunner
 from streams_rt.tasks.faults import Faults
+from streams_rt.tasks.host_metrics import TaskMetrics
 from streams_rt.tasks.input_reader import InputReader
 from streams_rt.tasks.output import OutputSchema
 from streams_rt.tasks.task import ActiveTask, Admission, Ranges, Refusal, TaskPhase
@@ -100,6 +101,7 @@ class ActiveTaskRunner:
         self._kept: pa.Table | None = None  # output of the last batch, for a replay
         self._kept_chunks = 0
         self.timings = BatchTimings()
+        self.metrics = TaskMetrics()
         self._cache_bytes = settings.cache_max_bytes
         self.lock = threading.Lock()  # one batch at a time; revocation waits for it
 
@@ -176,6 +178,7 @@ class ActiveTaskRunner:
         assert runner is not None and consumer is not None and reader is not None  # RUNNING
         t = self.timings
         records = consumed_s = processed_s = 0.0
+        dropped_before = runner.skipped_deserialization
         try:
             chunks = reader.read(ranges)
             while True:
@@ -213,7 +216,10 @@ class ActiveTaskRunner:
         t.consume_s += consumed_s
         t.process_s += processed_s
         t.flush_s += flushed - processed
-        t.commit_s += time.perf_counter() - flushed
+        committed_s = time.perf_counter() - flushed
+        t.commit_s += committed_s
+        self.metrics.batch_committed(int(records), processed_s + flushed - processed, committed_s,
+                                     runner.skipped_deserialization - dropped_before)
         self.core.applied(ranges)
         self._kept = pa.Table.from_batches([output])
         return self._kept

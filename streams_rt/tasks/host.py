@@ -35,25 +35,27 @@ from streams_rt.protocol import LATEST_SUPPORTED_VERSION, OFFSET_SUM_RUNNING_ACT
 from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.batches import BatchError, BatchRequest, BatchRequestInvalid
 from streams_rt.rpc.client import AuthenticationRefused, CoordinatorUnavailable, GroupClient
-from streams_rt.rpc.messages import ReportTasksRequest, ReportTasksResponse
+from streams_rt.rpc.messages import DrainMemberRequest, DrainMemberResponse, ReportTasksRequest, ReportTasksResponse
 from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity
 from streams_rt.state import (
     ChangelogError,
     ConsoleRestoreListener,
-    Mode,
     StateConfig,
     StateUpdater,
     StoreCorrupted,
     TaskState,
 )
+from streams_rt.state.stores import RocksDBStore
 from streams_rt.tasks.active import ActiveTaskRunner, BatchRefused, BatchTimings, ProcessingSettings, store_specs
 from streams_rt.tasks.execution.runner import DeserializationHandler, ProcessingFailed
 from streams_rt.tasks.faults import Faults
 from streams_rt.tasks.group_member import GroupMember
+from streams_rt.tasks.host_metrics import RestoreMetrics
 from streams_rt.tasks.input_reader import InputUnavailable, input_consumer
 from streams_rt.tasks.membership import MemberConfig, MemberState
 from streams_rt.tasks.ownership_log import OwnershipLog
+from streams_rt.tasks.prometheus import HostFigures, host_registry
 from streams_rt.tasks.restart import RestartRefused, RestartRequest
 from streams_rt.tasks.state_thread import StateThread
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
@@ -139,7 +141,10 @@ class TaskHost:
         self._faults = Faults.from_environment()
         self._state_config = StateConfig.from_config(settings.config)
         self.directory = self._state_config.open_state_directory()
-        self._reader = self._state_config.changelog_reader(ConsoleRestoreListener())
+        self.restore_metrics = RestoreMetrics(
+            {spec.name: sub.id for sub in topology.subtopologies for spec in store_specs(topology, sub.id)},
+            ConsoleRestoreListener())
+        self._reader = self._state_config.changelog_reader(self.restore_metrics)
         self._reader.holds_standby = functools.partial(self._faults.armed, "hold_standby")
         self._updater = StateUpdater(self._reader, self._state_config.commit_interval_ms)
         self._state = StateThread(self._updater, self._start_restored_tasks, self._reopen_corrupted)
@@ -148,13 +153,14 @@ class TaskHost:
         self._view: dict[TaskId, ActiveTaskRunner] = {}  # ...and copies of it for the other threads
         self._standby_sums: dict[TaskId, int] = {}
         self._hosted: dict[TaskId, HostedTask] = {}  # copies for readers on other threads...
-        self._lags_seen: dict[TaskId, int] = {}
+        self._lags_seen: dict[TaskId, dict[TopicPartition, int]] = {}
         self._restore_progress: dict[TaskId, tuple[int, int]] = {}
         self._lags_read_at = 0.0
         self._closed_timings: list[BatchTimings] = []
         self._changed = threading.Event()
         self._closing = threading.Event()
         self._generation = -1  # the member's, as last told to the listener; read without locks
+        self._drain = DrainState()
         log_path = self._processing.ownership_log
         self._ownership = OwnershipLog(log_path, str(self.directory.process_id)) if log_path else None
         control = ControlPlaneSettings.from_config(settings.config)
@@ -168,6 +174,7 @@ class TaskHost:
         self.query_endpoint: str | None = None
         self.member = GroupMember(settings.member, codec, _Listener(self),
                                   connect=lambda: GroupClient(settings.coordinator_address, tls_root_certs=roots))
+        self.metrics_registry = host_registry(self)
         self._reporter = threading.Thread(target=self._report_loop, name="streams-rt-report", daemon=True)
         self._report_client = GroupClient(settings.coordinator_address, tls_root_certs=roots)
 
@@ -193,11 +200,12 @@ class TaskHost:
         status = self.member.status()
         if self._ownership is not None:
             self._ownership.assigned(generation, status.active)
-        self._state.call(lambda: self._assign(tasks, status.standby))
+        self._state.call(lambda: self._assign(tasks, status.standby, generation))
 
-    def _assign(self, tasks: frozenset[TaskId], standbys: frozenset[TaskId]) -> None:
+    def _assign(self, tasks: frozenset[TaskId], standbys: frozenset[TaskId], generation: int) -> None:
         for task in sorted(tasks):
             state = self._standbys.pop(task, None)
+            promoted = state is not None
             if state is not None:
                 self._updater.remove_standby(task)
             else:
@@ -206,31 +214,31 @@ class TaskHost:
                                       self._faults, functools.partial(self._batch_done, task))
             self._actives[task] = runner
             runner.start_restore()
-            log.info("task %s: active here, %s", task, "promoting its standby" if state.mode is not Mode.CREATED
-                     else "restoring")
+            log.info("task %s: active here from generation %d, %s", task, generation,
+                     "promoting its standby" if promoted else "restoring its state")
         for task in sorted(set(self._standbys) - standbys):
             self._updater.remove_standby(task)
             self._standbys.pop(task).close(clean=True)
-            log.info("task %s: standby closed (no longer assigned here)", task)
+            log.info("task %s: standby closed (not assigned here at generation %d)", task, generation)
         now_ms = time.monotonic_ns() // 1_000_000
         for task in sorted(standbys - set(self._standbys) - set(self._actives)):
             state = self._new_state(task)
             state.open_standby()
             self._updater.add_standby(state, now_ms)
             self._standbys[task] = state
-            log.info("task %s: standby here", task)
+            log.info("task %s: standby here from generation %d", task, generation)
         # The subscription reports the new standbys' offsets at once, not only after the next poll:
         # a rebalance in between would otherwise see them hold nothing and warm them up again.
         self._standby_sums = {t: s.offset_sum() for t, s in self._standbys.items()}
         self._publish()
 
     def revoked(self, tasks: frozenset[TaskId], generation: int) -> None:
-        self._state.call(lambda: self._close(tasks, clean=True))
+        self._state.call(lambda: self._close(tasks, clean=True, generation=generation))
         if self._ownership is not None:
             self._ownership.released(generation, tasks, clean=True)
 
     def lost(self, tasks: frozenset[TaskId], generation: int) -> None:
-        self._state.call(lambda: self._close(tasks, clean=False))
+        self._state.call(lambda: self._close(tasks, clean=False, generation=generation))
         if self._ownership is not None:
             self._ownership.released(generation, tasks, clean=False)
 
@@ -239,13 +247,15 @@ class TaskHost:
         if self._ownership is not None:
             self._ownership.batch(self._generation, task, ranges, replay)
 
-    def _close(self, tasks: frozenset[TaskId], clean: bool) -> None:
+    def _close(self, tasks: frozenset[TaskId], clean: bool, generation: int) -> None:
+        why = "the host is closing" if self._closing.is_set() else "given up to the rebalance"
         for task in sorted(tasks):
             runner = self._actives.pop(task, None)
             if runner is not None:
                 runner.close(clean=clean)  # waits for a batch in flight
                 self._closed_timings.append(runner.timings)
-                log.info("task %s: %s", task, "revoked: committed and closed" if clean else "lost: closed")
+                log.info("task %s: %s at generation %d (%s)", task, "revoked: committed and closed" if clean
+                         else "lost (another host may own it now): closed without committing", generation, why)
         self._publish()
 
     def _reopen_corrupted(self, error: StoreCorrupted) -> None:
@@ -258,13 +268,13 @@ class TaskHost:
         if runner is not None:
             runner.close(clean=False)
             self._closed_timings.append(runner.timings)
-            self._assign(frozenset({task}), frozenset(self._standbys))
+            self._assign(frozenset({task}), frozenset(self._standbys), self._generation)
             return
         standby = self._standbys.pop(task, None)
         if standby is not None:
             self._updater.remove_standby(task)
             standby.close(clean=False)
-            self._assign(frozenset(), frozenset(self._standbys) | {task})
+            self._assign(frozenset(), frozenset(self._standbys) | {task}, self._generation)
 
     def _new_state(self, task: TaskId) -> TaskState:
         return TaskState(self._state_config, self.directory, task, store_specs(self.topology, task.subtopology),
@@ -285,7 +295,7 @@ class TaskHost:
         self._restore_progress = self._reader.restore_progress()
         now = time.monotonic()
         if now - self._lags_read_at >= LAG_REFRESH_S:
-            self._lags_seen = {t: s.lag() for t, s in self._standbys.items()}
+            self._lags_seen = {t: self._reader.partition_lags(t) for t in self._standbys}
             self._lags_read_at = now
         if started:
             self._publish()
@@ -315,11 +325,30 @@ class TaskHost:
             return None
         if not hosted.standby:
             return 0
-        return self._lags_seen.get(task)
+        lags = self._lags_seen.get(task)
+        return None if lags is None else sum(lags.values())
 
     def restore_progress(self, task: TaskId) -> tuple[int, int] | None:
         """(records restored, offsets left) of an active task that restores here, else None."""
         return self._restore_progress.get(task)
+
+    def metric_figures(self) -> HostFigures:
+        """What `/metrics` shows (read on the scraping thread; RocksDB's figures under each task's
+        reading guard, so no store closes meanwhile)."""
+        stores: dict[tuple[TaskId, str], dict[str, int]] = {}
+        for task, hosted in sorted(self._hosted.items()):
+            with hosted.state.reading() as open_stores:
+                for name, store in sorted((open_stores or {}).items()):
+                    if isinstance(store, RocksDBStore) and store.is_open:
+                        stores[(task, name)] = store.figures()
+        return HostFigures(
+            tasks={t: r.metrics.snapshot() for t, r in sorted(self._view.items())},
+            restores=self.restore_metrics.snapshot(),
+            restore_remaining={t: left for t, (_, left) in self._restore_progress.items()},
+            standby_lags={t: lags for t, lags in self._lags_seen.items() if (h := self._hosted.get(t)) and h.standby},
+            listener=self.member.listener_metrics.snapshot(),
+            stores=stores,
+        )
 
     def group_metadata(self) -> GroupMetadata:
         member = self.member.status()
@@ -400,6 +429,47 @@ class TaskHost:
         """State thread: each standby's offsets behind its changelogs' ends."""
         return {str(t): s.lag() for t, s in sorted(self._standbys.items())}
 
+    # -- draining ----------------------------------------------------------------------------
+    def request_drain(self, reason: str) -> None:
+        """Drain this host: the coordinator moves its tasks to the others as they catch up; once it
+        holds none, `drained` turns true (its process then stops). Any thread; idempotent."""
+        if self._drain.reason is None:
+            log.warning("draining: %s; the coordinator moves this host's tasks to the others as they catch up, "
+                        "then the host stops", reason)
+            self._drain.reason = reason
+        self._changed.set()
+
+    @property
+    def drained(self) -> bool:
+        """A drain was asked for, the coordinator took it, and a later generation left this host
+        nothing to run."""
+        member = self.member.status()
+        asked = self._drain.asked
+        return (asked is not None and asked[0] == member.member_id and member.generation > asked[1]
+                and member.state is MemberState.STABLE and not member.active and not member.standby
+                and not self._view)
+
+    def _ask_to_drain(self, member_id: str, generation: int) -> None:
+        """Reporter thread: tell the coordinator at every generation (it ignores a member it drains
+        already), so a drain survives a coordinator restart and a member that rejoins under a new id."""
+        reason = self._drain.reason
+        if reason is None or self._drain.confirmed == (member_id, generation):
+            return
+        request = DrainMemberRequest(group_id=self.settings.member.application_id, member_id=member_id, reason=reason)
+        try:
+            response = self._report_client.call(request, DrainMemberResponse)
+        except (CoordinatorUnavailable, AuthenticationRefused) as e:
+            log.warning("cannot ask the coordinator to drain this host yet: %s", e)
+            return
+        if response.error != "NONE":
+            log.warning("the coordinator refused to drain member %s: %s %s", member_id, response.error,
+                        response.message)
+            return
+        self._drain.confirmed = (member_id, generation)
+        if self._drain.asked is None or self._drain.asked[0] != member_id:
+            self._drain.asked = (member_id, generation)
+            log.info("the coordinator drains member %s from after generation %d", member_id, generation)
+
     # -- reporting ---------------------------------------------------------------------------
     def _report_loop(self) -> None:
         warned = False
@@ -409,6 +479,7 @@ class TaskHost:
             member = self.member.status()
             if member.state is not MemberState.STABLE or not member.member_id:
                 continue
+            self._ask_to_drain(member.member_id, member.generation)
             tasks = {str(t): {"phase": r.core.phase.value, "positions": [[tp.topic, tp.partition, o] for tp, o in
                                                                          sorted(r.positions().items())]}
                      for t, r in list(self._view.items()) if t in member.active}
@@ -442,7 +513,7 @@ class TaskHost:
             self._ownership.close()
 
     def _close_all(self) -> None:
-        self._close(frozenset(self._actives), clean=True)
+        self._close(frozenset(self._actives), clean=True, generation=self._generation)
         for task, state in list(self._standbys.items()):
             self._updater.remove_standby(task)
             state.close(clean=True)
@@ -452,6 +523,16 @@ class TaskHost:
     @property
     def failed(self) -> bool:
         return self.member.status().state is MemberState.FAILED or self._state.failure is not None
+
+
+@dataclass
+class DrainState:
+    """Why the host drains (None: it does not), the member id and generation the coordinator first
+    accepted the drain at, and the last ones it confirmed it."""
+
+    reason: str | None = None
+    asked: tuple[str, int] | None = None
+    confirmed: tuple[str, int] | None = None
 
 
 class _Listener:
@@ -505,7 +586,18 @@ class BatchServer(SecureFlightServer):
             return iter([json.dumps(self._host.status()).encode()])
         if action.type == "restart":
             return iter([self._restart(action.body.to_pybytes())])
-        raise BatchError("INVALID", f"unknown action {action.type[:40]!r}; known: commit, status, restart").to_flight()
+        if action.type == "drain":
+            return iter([self._drain(action.body.to_pybytes())])
+        raise BatchError("INVALID", f"unknown action {action.type[:40]!r}; known: commit, status, restart, "
+                         "drain").to_flight()
+
+    def _drain(self, body: bytes) -> bytes:
+        try:
+            reason = json.loads(body).get("reason") or "asked by an operator"
+        except (ValueError, AttributeError):
+            raise BatchError("INVALID", "a drain request is a JSON object with a `reason`").to_flight() from None
+        self._host.request_drain(str(reason)[:200])
+        return json.dumps({"draining": True, "pid": os.getpid()}).encode()
 
     def _restart(self, body: bytes) -> bytes:
         on_restart = self._host.on_restart
@@ -520,7 +612,8 @@ class BatchServer(SecureFlightServer):
 
     def action_types(self) -> list[tuple[str, str]]:
         return [("commit", "acknowledge a batch"), ("status", "the host's tasks"),
-                ("restart", "close, then start again with new settings or code")]
+                ("restart", "close, then start again with new settings or code"),
+                ("drain", "move every task to the other hosts as they catch up, then stop")]
 
 
 def _request(body: bytes) -> BatchRequest:

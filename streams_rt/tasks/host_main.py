@@ -9,7 +9,8 @@ of its executor, a file where the host writes its endpoint once it serves, and t
 (`close_timeout_s`, CLOSE_TIMEOUT_S by default). The properties are
 resolved once against the configuration registry; a bad or unknown key stops the host with one log
 line (exit code 2). The host stops cleanly on SIGTERM or SIGINT, when the watched process is gone,
-when the coordinator asks the application to shut down, or when its member fails. Closing is bounded
+when the coordinator asks the application to shut down, when its member fails, or once drained (the
+`drain` action, or SIGPWR, Spark's decommission signal: its tasks move to the other hosts first). Closing is bounded
 (CLOSE_TIMEOUT_S): a close stuck past it dumps every thread's stack to the log and exits, since a host
 that never exits would hold its executor's state locks for the executor's whole life."""
 
@@ -97,9 +98,11 @@ def main(argv: list[str] | None = None, query_server: QueryServerFactory | None 
         return 2
     topology = load_topology(config["topology"], config.get("topology_args"))
     layout = topology.layout(settings.member.application_id, config["source_partitions"])
-    stop = threading.Event()
+    stop, decommissioned = threading.Event(), threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    # SIGPWR is what Spark's decommissioning sends (decom.sh, decommission-worker.sh): drain, then stop.
+    signal.signal(signal.SIGPWR, lambda *_: decommissioned.set())
     lock = None
     if config.get("lock_file"):
         lock = _try_lock(Path(config["lock_file"]))
@@ -128,6 +131,11 @@ def main(argv: list[str] | None = None, query_server: QueryServerFactory | None 
     while not stop.wait(0.5):
         if watched and not still_running(watched, watched_started):
             log.warning("process %s (the driver or the executor) is gone: stopping", watched)
+            break
+        if decommissioned.is_set():
+            host.request_drain("SIGPWR: the executor is being decommissioned")
+        if host.drained:
+            log.info("drained: every task of this host runs elsewhere now; stopping")
             break
         status = host.member.status()
         if status.shutdown_requested:

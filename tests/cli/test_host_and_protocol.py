@@ -50,7 +50,8 @@ def test_restart_bounces_one_host_with_upgrade_from_and_the_toggle_switches_the_
     assert last_values(drain(loop)) == topologies.word_count_reference(LINES)
 
 
-def test_a_restart_the_host_refuses_and_an_unknown_host_are_one_line_errors(apps: Apps, tmp_path: Path) -> None:
+def test_a_restart_the_host_refuses_an_unknown_host_and_draining_the_only_host_are_one_line_errors(
+        apps: Apps, tmp_path: Path) -> None:
     apps.create_topics({"nb-in": 1, "nb-out": 1})
     state_dir = tmp_path / "driver"
     app, _ = apps.start("numbers", hosts=1, **{"state.dir": str(state_dir)})
@@ -60,6 +61,8 @@ def test_a_restart_the_host_refuses_and_an_unknown_host_are_one_line_errors(apps
     assert_one_error_line(streams_rt("host", "restart", name, "--set", "num.standby.replicas=-1", *where),
                           f"host {name} refused", "num.standby.replicas")
     assert_one_error_line(streams_rt("host", "restart", "nobody", *where), "no single host named 'nobody'", name)
+    assert_one_error_line(streams_rt("drain", name, *where), f"host {name} is the only host")
+    assert_one_error_line(streams_rt("drain", "nobody", *where), "no single host named 'nobody'", name)
     assert app.hosts["host-0"].alive
     result = streams_rt("host", "restart", name, "--set", "oops", *where)
     assert result.returncode == 2 and "'oops' is not KEY=VALUE" in result.stderr

@@ -368,6 +368,19 @@ class RocksDBStore(StateStore):
                 self._unlogged = False
             self.db.flush_wal(True)
 
+    def figures(self) -> dict[str, int]:
+        """RocksDB's own figures under Kafka's metric names (KIP-607), summed over the data column
+        families: estimated keys, memtable bytes, and the block cache every store of the host
+        shares (so each store reports the whole cache, as in Kafka with a shared cache)."""
+        found = dict.fromkeys(("estimate-num-keys", "cur-size-all-mem-tables"), 0)
+        for name in self._data_families():
+            family = self._family(name)
+            for key in found:
+                found[key] += family.property_int_value(f"rocksdb.{key}") or 0
+        for key in ("block-cache-usage", "block-cache-capacity"):
+            found[key] = self.db.property_int_value(f"rocksdb.{key}") or 0
+        return found
+
     # -- restore -----------------------------------------------------------------------------
     def begin_restore(self) -> None:
         if not self.is_open:
