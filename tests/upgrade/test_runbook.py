@@ -312,9 +312,14 @@ class StepChecks:
                 live.wait(all_hosts(new, new, "EAGER"), "the group converged to the new version, still EAGER")
                 assert any(f"sending assignments at version {old} (commonly supported {old}" in line
                            for line in live.probes.lines), live.probes.lines[-10:]
-                logs = [p.read_text(errors="replace") for p in live.host_logs]
-                assert all(f"upgrade subscription version {old} -> {new}" in text for text in logs)
-                assert any(f"downgrade subscription version {new} -> {old}" in text for text in logs)
+                # Each host since its last restart: one that version probing held at the old version
+                # moved up once every member read the new one (the last host bounced joins at it).
+                logs = [p.read_text(errors="replace").rpartition("restarting as asked")[2] for p in live.host_logs]
+                down = f"downgrade subscription version {new} -> {old}"
+                up = f"upgrade subscription version {old} -> {new}"
+                assert any(down in text for text in logs), "no host was held at the old version by probing"
+                assert all(up in text.rpartition(down)[2] for text in logs if down in text), \
+                    "a host held at the old version never moved up"
         elif name == "second-bounce":
             status = live.wait(settled, "a settled group")
             assert status["protocol"] == "COOPERATIVE", brief(status)
