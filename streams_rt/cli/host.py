@@ -1,7 +1,8 @@
 """`streams-rt host restart HOST`: bounce one task host in place with new settings or new code, the
 step a rolling upgrade repeats host by host. The host checks the request before it stops (a bad
 key or a missing interpreter is refused and it keeps running), closes cleanly, starts again from
-the new settings, and rejoins; the command waits until the group is stable with it back."""
+the new settings, and rejoins; the command waits until the group is stable with it back and every
+task runs."""
 
 from __future__ import annotations
 
@@ -44,12 +45,12 @@ def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
 @click.option("--env", "environment", multiple=True, metavar="KEY=VALUE",
               help="An environment variable for the new host; repeatable.")
 @click.option("--timeout", "timeout_s", type=float, default=180.0, show_default=True,
-              help="Seconds to wait for the host to come back and the group to settle.")
+              help="Seconds to wait for the host to come back, the group to settle and every task to run.")
 def restart(application_id: str, state_dir: Path | None, address: str | None, truststore: Path | None,
             host_name: str, settings: Sequence[str], unset: Sequence[str], python: Path | None,
             environment: Sequence[str], timeout_s: float) -> None:
     """Restart HOST (its name in `streams-rt status`, its member id, instance id or endpoint) with new
-    settings or code, and wait until it is back in a stable group."""
+    settings or code, and wait until it is back in a stable group with every task running."""
     properties: dict[str, Any] = {**_pairs(settings, "--set"), **{key: None for key in unset}}
     request = {"properties": properties, "python": str(python.absolute()) if python else None,
                "env": _pairs(environment, "--env"), "latest_supported_version": None}
@@ -63,17 +64,31 @@ def restart(application_id: str, state_dir: Path | None, address: str | None, tr
         raise click.ClickException(f"host {target['name']} refused: {e}") from None
     click.echo(f"host {target['name']} is restarting ({_describe(properties, python)})")
     deadline = time.monotonic() + timeout_s
+    settled_at: int | None = None  # the generation seen settled at the last poll
     while True:
         time.sleep(0.5)
         now = group_status(reach, application_id)
-        endpoints = {h["endpoint"] for h in now["hosts"]}
-        back = len(now["hosts"]) >= len(before["hosts"]) and target["endpoint"] not in endpoints
-        if back and now["state"] == "STABLE":
-            click.echo(f"group stable at generation {now['generation']} with {len(now['hosts'])} hosts")
+        if not _settled(now, before, target):
+            settled_at = None
+        elif settled_at == now["generation"]:
+            click.echo(f"group stable at generation {now['generation']} with {len(now['hosts'])} hosts, "
+                       f"every task running")
             return
+        else:
+            settled_at = now["generation"]
         if time.monotonic() > deadline:
             raise click.ClickException(f"host {target['name']} did not rejoin a stable group within {timeout_s:.0f} s "
                                        f"(group {now['state']}, {len(now['hosts'])} hosts): see its host.log")
+
+
+def _settled(now: Mapping[str, Any], before: Mapping[str, Any], target: Mapping[str, Any]) -> bool:
+    """The restarted host is back (a new endpoint, as many hosts as before), the group is stable and
+    every task runs. Seen at two polls in a row at one generation, so that a follow-up rebalance
+    (cooperative hand-offs, warm-ups placed) counts as part of the restart: the next restart then
+    starts from a group at rest, as Kafka Streams' runbooks wait for RUNNING between bounces."""
+    endpoints = {h["endpoint"] for h in now["hosts"]}
+    back = len(now["hosts"]) >= len(before["hosts"]) and target["endpoint"] not in endpoints
+    return back and now["state"] == "STABLE" and all(t["state"] == "RUNNING" for t in now["tasks"])
 
 
 def _describe(properties: Mapping[str, Any], python: Path | None) -> str:
