@@ -36,11 +36,10 @@ lint: venv
 # The fault suite's long forms (marker `faults`) run in `make test-faults` only; its short forms
 # (`faults_short`) run in both. Each prints the suite's summary at the end.
 test: venv lint jars
-	$(VENV_PY) -m pytest -m "not faults and not upgrade_runbook" $(PYTEST_ARGS)
+	$(VENV_PY) -m pytest -m "not faults" $(PYTEST_ARGS)
 
-# The runbook test (tests/upgrade/test_runbook.py, local-cluster[3,1,1024]): not yet in `make test`
-# until it has passed on a quiet machine (on a loaded one Spark's Python workers miss their 10 s
-# connect-back and the query fails before the first step).
+# The runbook test alone (tests/upgrade/test_runbook.py, local-cluster[3,1,1024], about 4 minutes
+# with the cluster's start; `make test` runs it too).
 test-upgrade-runbook: venv lint jars
 	$(VENV_PY) -m pytest -m upgrade_runbook $(PYTEST_ARGS) tests/upgrade
 

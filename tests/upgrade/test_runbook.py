@@ -33,7 +33,10 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from streams_rt import StreamsRuntime
 from streams_rt.kafka.dev_broker import BrokerInfo
+from streams_rt.kafka.offsets import end_offsets
 from streams_rt.protocol import LATEST_SUPPORTED_VERSION, RebalanceProtocol
+from streams_rt.rpc.client import GroupClient
+from streams_rt.runtime.batch_loop import task_status
 from streams_rt.tasks import ownership_log
 from streams_rt.tasks.release_stand_in import ReleaseStandIn
 from tests.cli.helpers import streams_rt
@@ -129,11 +132,13 @@ class Output:
         try:
             rows = frame.select("key", "value").collect()
         except Exception:
-            # query.stop() cancels the batch's job under us. Raising would hand Spark a Py4J error
-            # whose long message its StreamExecution.PROXY_ERROR regex ("((.|\\r\\n|\\r|\\n)*)")
-            # matches recursively, killing the stream thread with a StackOverflowError.
+            # query.stop() cancelled the batch's job under us. The batch must fail (returning would
+            # let Spark commit a batch some tasks never ran), but briefly: the Py4J error's long
+            # message would go through Spark's StreamExecution.PROXY_ERROR regex
+            # ("((.|\\r\\n|\\r|\\n)*)"), which recurses once per character and kills the stream
+            # thread with a StackOverflowError.
             if self.stopping.is_set():
-                return
+                raise InterruptedError("the query is stopping: its batch was cancelled") from None
             raise
         with self.lock:
             for row in rows:
@@ -343,8 +348,11 @@ def test_a_driver_restart_during_the_first_bounce(live: Live) -> None:
                        timeout_s=180)
     assert not before & {h["name"] for h in status["hosts"]}, brief(status)
     run_step(live, by_name["driver-restart"], first)
-    live.wait(lambda s: bool(live.output.arrivals) and live.output.arrivals[-1] > restarted,
-              "output from the restarted driver")
+    try:
+        live.wait(lambda s: bool(live.output.arrivals) and live.output.arrivals[-1] > restarted,
+                  "output from the restarted driver")
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{stuck_batch(live)}") from None
     resumed = live.output.arrivals[-1]
     produced = live.lines.stop()
     reference = dict(collections.Counter(w for text in produced for w in text.split()))
@@ -356,6 +364,25 @@ def test_a_driver_restart_during_the_first_bounce(live: Live) -> None:
         assert not ownership_log.check(ownership_log.read(log)), log
     print(f"\ndriver restart figures: {resumed - restarted:.1f} s from the crash to the first output, "
           f"{len(produced)} lines in all")
+
+
+def stuck_batch(live: Live) -> str:
+    """What a batch that does not finish needs to be understood: each task's committed positions
+    (the coordinator's view) against the topics' ends (read_committed and not), and Spark's last
+    planned and committed offsets."""
+    with GroupClient(live.runtime.app.coordinator.address, secret=live.runtime.app.coordinator.secret) as client:
+        generation, statuses = task_status(client, str(live.config["application.id"]))
+    admin = AdminClient({"bootstrap.servers": live.config["bootstrap.servers"]})
+    inputs = [tp for s in statuses.values() for tp in s.inputs]
+    committed, uncommitted = end_offsets(admin, inputs), end_offsets(admin, inputs, read_committed=False)
+    lines = [f"generation {generation}"]
+    for task, status in sorted(statuses.items()):
+        lines.append(f"{task} {status.phase} {status.endpoint}: " + ", ".join(
+            f"{tp}@{status.positions.get(tp)} (end {committed[tp]}/{uncommitted[tp]})" for tp in status.inputs))
+    for log in ("offsets", "commits"):
+        files = sorted((live.work / "checkpoint" / log).glob("[0-9]*"), key=lambda f: int(f.name))
+        lines += [f"{log}/{f.name}: {f.read_text().splitlines()[-1]}" for f in files[-2:]]
+    return "\n".join(lines)
 
 
 def run_step(live: Live, step: Step, host: str) -> None:
