@@ -32,7 +32,8 @@ def interpreter(to: Path) -> Path:
 @click.option("--from", "upgrade_from", required=True, metavar="RELEASE",
               help="The upgrade.from value of the release you leave (its release notes name it), e.g. 2.3.")
 @click.option("--latest-version", type=int, default=None,
-              help="The metadata version the new release reads; verified on every member (default: they agree).")
+              help="The metadata version the new release reads; verified on every member (default: they agree). "
+                   "A rerun with it skips the hosts already upgraded.")
 @click.option("--acceptable-recovery-lag", type=int, default=10_000, show_default=True,
               help="The lag every task's replicas must be within before the next restart.")
 @click.option("--settle-timeout", "settle_timeout_s", type=float, default=300.0, show_default=True,

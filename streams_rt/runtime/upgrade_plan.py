@@ -106,6 +106,9 @@ class UpgradePlan:
             return self._result
         if self.hosts is None:
             self.hosts = len(seen.hosts)
+            if self.latest_version is not None and all(
+                    h.latest_supported_version == self.latest_version for h in seen.hosts):
+                self.phase = Phase.SECOND_BOUNCE  # no host left on the old release: the first bounce is done
         check, detail = self._not_ready(seen)
         if check is None:
             check, detail = self._versions_wrong(seen)
@@ -116,6 +119,7 @@ class UpgradePlan:
                 return self._stop(check, f"{detail} for {self.settle_timeout_s:.0f} s")
             return Wait(f"{check}: {detail}")
         self._waiting_since = None
+        self.bounced |= {h.process_id for h in seen.hosts if self._already_there(h)}
         pending = [h for h in seen.hosts if h.process_id not in self.bounced]
         if pending:
             host = pending[0]
@@ -132,6 +136,14 @@ class UpgradePlan:
         self._result = Finished(f"upgrade complete: {len(seen.hosts)} hosts at metadata version {version}, "
                                 "COOPERATIVE, without upgrade.from")
         return self._result
+
+    def _already_there(self, host: HostSeen) -> bool:
+        """A host this bounce would leave as it is, as after an earlier run that stopped half way: on
+        the new release (it reads `latest_version`) and asking for the bounce's protocol. Only with
+        `latest_version`: without it an old host and a new one cannot be told apart."""
+        if self.latest_version is None or host.latest_supported_version != self.latest_version:
+            return False
+        return host.rebalance_protocol == ("EAGER" if self.phase is Phase.FIRST_BOUNCE else "COOPERATIVE")
 
     def _not_ready(self, seen: GroupSeen) -> tuple[str | None, str]:
         if self._restarted is not None:

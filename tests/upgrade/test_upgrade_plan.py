@@ -100,3 +100,38 @@ def test_a_new_release_that_does_not_read_the_expected_version_stops_it() -> Non
     assert isinstance(end, Stopped) and end.check == "member version"
     assert "reads metadata version 10, not the new release's 11" in end.detail
     assert len([a for a in actions if isinstance(a, Restart)]) == 1
+
+
+def test_a_rerun_goes_on_where_a_stopped_run_left_the_group() -> None:
+    """With --latest-version a rerun skips the hosts already where the bounce would put them: after
+    one host of the first bounce it restarts the other two, then all three without upgrade.from;
+    after one host of the second bounce, only the other two."""
+    group = Group()
+    first = UpgradePlan(NEW, "2.3", 10_000, 30.0, latest_version=11)
+    restart = first.next(group.seen(), 0.0)
+    assert isinstance(restart, Restart)
+    group.restart(restart)
+    actions, end = drive(UpgradePlan(NEW, "2.3", 10_000, 30.0, latest_version=11), group)
+    assert [(r.host.process_id, r.step) for r in actions if isinstance(r, Restart)] == [
+        ("p1", "first bounce"), ("p2", "first bounce"),
+        ("p0", "second bounce"), ("p1", "second bounce"), ("p2", "second bounce")]
+    assert isinstance(end, Finished)
+
+    group = Group()  # stopped after the first host of the second bounce
+    group.hosts = [dataclasses.replace(h, latest_supported_version=11, rebalance_protocol=protocol)
+                   for h, protocol in zip(group.hosts, ["COOPERATIVE", "EAGER", "EAGER"], strict=True)]
+    actions, end = drive(UpgradePlan(NEW, "2.3", 10_000, 30.0, latest_version=11), group)
+    assert [(r.host.process_id, r.step) for r in actions if isinstance(r, Restart)] == [
+        ("p1", "second bounce"), ("p2", "second bounce")]
+    assert isinstance(end, Finished)
+
+
+def test_without_latest_version_a_rerun_starts_over() -> None:
+    """An old host and a new one look alike without --latest-version: every host is restarted."""
+    group = Group()
+    first = UpgradePlan(NEW, "2.3", 10_000, 30.0)
+    restart = first.next(group.seen(), 0.0)
+    assert isinstance(restart, Restart)
+    group.restart(restart)
+    actions, _ = drive(UpgradePlan(NEW, "2.3", 10_000, 30.0), group)
+    assert len([a for a in actions if isinstance(a, Restart)]) == 6
