@@ -23,6 +23,7 @@ from streams_rt.coordinator.user_data import (
     UserDataCodec,
     parse_endpoint,
 )
+from streams_rt.kafka.offsets import BrokerUnreachable
 from streams_rt.protocol import (
     MIN_ERROR_CODE_VERSION,
     NO_NEXT_REBALANCE,
@@ -36,6 +37,7 @@ from streams_rt.protocol.errors import MalformedUserData
 from streams_rt.rpc.errors import GroupError, GroupErrorException, shorten
 
 log = logging.getLogger(__name__)
+END_OFFSETS_RETRY_MS = 5_000  # the next round after one that could not read the changelogs' end offsets
 
 def epoch_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -186,7 +188,16 @@ class StreamsRoundPlanner:
             )
         else:
             departures = self._departures.copy()
-            planned, next_at, lags = self._assign(members, subs, protocol, now_ms, departures)
+            try:
+                planned, next_at, lags = self._assign(members, subs, protocol, now_ms, departures)
+            except BrokerUnreachable as e:
+                # Kafka's StreamsPartitionAssignor does the same when it cannot list the changelogs'
+                # end offsets: everyone keeps its tasks, and another round retries soon.
+                departures, lags = None, None
+                planned, next_at = self._probing_assignment(members), now_ms + END_OFFSETS_RETRY_MS
+                log.warning("generation %d: the changelogs' end offsets are out of reach (%s); everyone keeps the "
+                            "tasks it has, and the group rebalances again in %d s", generation, e,
+                            END_OFFSETS_RETRY_MS // 1000)
         # Ownership claims come from the subscriptions. An EAGER member revoked everything before
         # joining: it reports its previous tasks (for stickiness) but claims nothing. An unreadable
         # (future) subscription claims nothing either.

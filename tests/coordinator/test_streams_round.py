@@ -245,3 +245,26 @@ def test_a_revoked_all_eager_member_gets_its_old_tasks_in_the_same_cooperative_r
     assert got["a"] | got["b"] == set(T) and len(got["a"]) == len(got["b"]) == 3
     assert got["a"] < set(T[:4]) and got["b"] > set(T[4:]), "sticky: a keeps 3 of its 4 tasks"
     assert not out.assignments["a"].tasks.revoke and not out.assignments["b"].tasks.revoke
+
+
+def test_a_broker_outage_keeps_everyones_tasks_and_retries_soon(caplog: pytest.LogCaptureFixture) -> None:
+    """The changelogs' end offsets out of reach (Kafka's assignor: "will return previous assignment
+    to clients and trigger another rebalance to retry"): one warning line, no traceback, no move."""
+    from confluent_kafka import KafkaError
+
+    from streams_rt.kafka.offsets import BrokerUnreachable
+
+    def unreachable() -> dict[TaskId, int]:
+        raise BrokerUnreachable("end offsets of 6 partitions", 30, KafkaError(KafkaError._TRANSPORT))
+
+    planner = StreamsRoundPlanner(T, changelog_end_offsets=unreachable)
+    a = member("a", sub(11, 11, frozenset(T[:3])), gen=1, tasks=ClientAssignment(active=frozenset(T[:3])))
+    b = member("b", sub(11, 11, frozenset(T[3:])), gen=1, tasks=ClientAssignment(active=frozenset(T[3:])))
+    with caplog.at_level(logging.WARNING, logger="streams_rt.coordinator.streams_round"):
+        out = planner({"a": a, "b": b}, 2, now_ms=1_000)
+    assert out.assignments["a"].tasks.active == frozenset(T[:3])
+    assert out.assignments["b"].tasks.active == frozenset(T[3:])
+    assert out.next_rebalance_at_ms == 1_000 + 5_000
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and warnings[0].exc_info is None
+    assert "end offsets are out of reach" in warnings[0].getMessage()
