@@ -2,7 +2,9 @@
 kill itself with SIGKILL when a task reaches that step, exactly as `kill -9` would at that moment;
 `stall_on_close:<task>` makes the task's close hang for good, as a stuck disk or broker call would;
 `hold_standby:<task>` keeps a standby of the task here from reading its changelogs, as one stuck
-behind a slow broker would (its lag grows with every write of the active task).
+behind a slow broker would (its lag grows with every write of the active task);
+`fail_state_thread:<task>` fails the host's state thread when the task starts running, as a restore
+that cannot go on would.
 Unset (always, outside tests), nothing happens."""
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ ENV = "STREAMS_RT_FAULTS"
 KILL_POINTS = frozenset({"before_commit", "after_commit"})
 STALL_POINTS = frozenset({"stall_on_close"})
 HOLD_POINTS = frozenset({"hold_standby"})
-POINTS = KILL_POINTS | STALL_POINTS | HOLD_POINTS
+FAIL_POINTS = frozenset({"fail_state_thread"})
+POINTS = KILL_POINTS | STALL_POINTS | HOLD_POINTS | FAIL_POINTS
+
+
+class InjectedFault(RuntimeError):
+    """Raised at a fail point: the failure a test asked for."""
 
 
 class Faults:
@@ -45,6 +52,8 @@ class Faults:
         if point in STALL_POINTS:
             log.warning("fault injection: %s of task %s hangs for good", point, task)
             threading.Event().wait()
+        elif point in FAIL_POINTS:
+            raise InjectedFault(f"fault injection: {point} at task {task}")
         else:
             log.warning("fault injection: killing this host at %s of task %s", point, task)
             logging.shutdown()

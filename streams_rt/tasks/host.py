@@ -57,7 +57,7 @@ from streams_rt.tasks.membership import MemberConfig, MemberState
 from streams_rt.tasks.ownership_log import OwnershipLog
 from streams_rt.tasks.prometheus import HostFigures, host_registry
 from streams_rt.tasks.restart import RestartRefused, RestartRequest
-from streams_rt.tasks.state_thread import StateThread
+from streams_rt.tasks.state_thread import StateThread, StateThreadStopped
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
 from streams_rt.tasks.task import Ranges, Refusal
 from streams_rt.topology import Topology, TopologyLayout
@@ -233,14 +233,22 @@ class TaskHost:
         self._publish()
 
     def revoked(self, tasks: frozenset[TaskId], generation: int) -> None:
-        self._state.call(lambda: self._close(tasks, clean=True, generation=generation))
-        if self._ownership is not None:
-            self._ownership.released(generation, tasks, clean=True)
+        self._release(tasks, generation, clean=True)
 
     def lost(self, tasks: frozenset[TaskId], generation: int) -> None:
-        self._state.call(lambda: self._close(tasks, clean=False, generation=generation))
+        self._release(tasks, generation, clean=False)
+
+    def _release(self, tasks: frozenset[TaskId], generation: int, clean: bool) -> None:
+        """Close the tasks on the state thread (committed when `clean`). When that thread has failed
+        (it logged why) they are given up as lost: nothing can commit them now."""
+        try:
+            self._state.call(lambda: self._close(tasks, clean=clean, generation=generation))
+        except StateThreadStopped as e:
+            log.warning("tasks %s: given up without a commit at generation %d, %s; their next owner restores "
+                        "them from the changelogs", ", ".join(sorted(map(str, tasks))), generation, e)
+            clean = False
         if self._ownership is not None:
-            self._ownership.released(generation, tasks, clean=False)
+            self._ownership.released(generation, tasks, clean=clean)
 
     def _batch_done(self, task: TaskId, ranges: Ranges, replay: bool) -> None:
         """A batch of `task` committed (or replayed): the audit, at the generation the host is in."""
@@ -287,8 +295,9 @@ class TaskHost:
     def _start_restored_tasks(self) -> None:
         """State thread, after every poll: tasks whose restore finished start running."""
         started = False
-        for runner in self._actives.values():
+        for task, runner in self._actives.items():
             if runner.restore_done:
+                self._faults.reached("fail_state_thread", task)
                 runner.start_running()
                 started = True
         self._standby_sums = {t: s.offset_sum() for t, s in self._standbys.items()}
@@ -501,7 +510,10 @@ class TaskHost:
         """Revoke and commit everything, leave the group, stop serving."""
         self._closing.set()
         self.member.close()  # revokes active tasks through the listener (committed, closed)
-        self._state.call(self._close_all)
+        try:
+            self._state.call(self._close_all)
+        except StateThreadStopped as e:  # it logged why when it failed; the rest of the close goes on
+            log.info("closing without checkpointing the stores: %s", e)
         self._state.stop()
         if self._query_server is not None:
             self._query_server.close()

@@ -425,6 +425,28 @@ def test_a_host_whose_close_hangs_exits_after_its_close_timeout_and_loses_nothin
     assert last_values(rows) == topologies.word_count_reference(LINES)
 
 
+def test_a_failed_state_thread_stops_the_host_with_one_traceback_and_a_clean_close(apps: Apps) -> None:
+    """The state thread fails (a fault point, as a restore that cannot go on would): the host logs
+    that failure once, gives its tasks up without a second traceback (nothing can commit them on the
+    dead thread: one line says so) and exits with code 2. Restarted, it restores and counts right."""
+    apps.create_topics({"wc-lines": 1, "wc-counts": 1})
+    apps.produce("wc-lines", [(f"line-{i}", line.encode(), 1_000 + i) for i, line in enumerate(LINES)])
+    app, loop = apps.start("word_count", hosts=1)
+    app.stop_host("host-0")
+    app.start_host("host-0", env={"STREAMS_RT_FAULTS": "fail_state_thread:1_0"})
+    host = app.hosts["host-0"]
+    assert host.proc.wait(60) == 2
+    log = host.log_tail(50_000)
+    assert log.count("Traceback") == 1 and "state thread failed" in log, log
+    assert "InjectedFault: fault injection: fail_state_thread at task 1_0" in log, log
+    assert "given up without a commit" in log and "closing without checkpointing the stores" in log, log
+    assert "stopped (exit code 2)" in log, log
+    app.hosts.pop("host-0")
+    app.start_host("host-0")
+    app.wait_until_running(loop)
+    assert last_values(drain(loop)) == topologies.word_count_reference(LINES)
+
+
 def test_a_host_with_another_runs_secret_stops_with_one_line_and_the_group_goes_on(apps: Apps) -> None:
     """A host started with the wrong secret (another run's, say) cannot join: it stops with exit code
     2 and one error line saying why, and the application's own host keeps every task."""
