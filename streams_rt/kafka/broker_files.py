@@ -122,6 +122,10 @@ def server_properties(files: BrokerFiles, port: int, controller_port: int) -> st
         "share.coordinator.state.topic.replication.factor": "1",
         "share.coordinator.state.topic.min.isr": "1",
         "group.initial.rebalance.delay.ms": "0",
+        # No time-based retention: tests and examples write records with made-up timestamps (1970's),
+        # which the default 7 days would delete at the broker's next retention check (every 5 min),
+        # from under a running test; a development broker keeps what it was given.
+        "log.retention.ms": "-1",
     })
 
 

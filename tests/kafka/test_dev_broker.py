@@ -30,6 +30,19 @@ def test_records_round_trip_through_a_new_topic(kafka_broker: BrokerInfo) -> Non
     assert round_trip(kafka_broker.bootstrap_servers, topic, 1000) == [f"v{i}".encode() for i in range(1000)]
 
 
+def test_topics_keep_records_with_old_timestamps(kafka_broker: BrokerInfo) -> None:
+    """Tests write records stamped in 1970: with Kafka's default retention (7 days by record time)
+    the broker's retention check deleted them mid-test (the source of the flaky "no rows" tests)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    topic = f"old-timestamps-{uuid.uuid4().hex[:8]}"
+    create_topic(kafka_broker.bootstrap_servers, topic)
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    config = admin.describe_configs([resource])[resource].result(timeout=30)
+    assert config["retention.ms"].value == "-1"
+
+
 def test_second_start_reuses_the_running_broker(kafka_broker: BrokerInfo) -> None:
     again = DevBroker(kafka_broker.directory).start()
     assert (again.pid, again.port) == (kafka_broker.pid, kafka_broker.port)
