@@ -1,10 +1,12 @@
 """Task hosts on Spark executors: one per executor, started from the executor's Python workers.
 
-`ensure_host(spec)` runs on an executor (in a start-up job, and in `read` for executors added later):
+`ensure_host(spec)` runs on an executor (in the start-up job, in the jobs the driver's executor watcher
+runs for executors added later, and in `read`):
 it starts `streams_rt.iq.host_main` detached (its own session, so it outlives the short-lived
 Python worker) unless the executor already has one. The host holds a lock file in the executor's
 working directory for its whole life, so a second start exits at once, and it watches the executor's
-JVM: when the executor is gone, the host commits, leaves and exits, releasing its state locks."""
+JVM: when the executor is gone, the host commits, leaves and exits, releasing its state locks (a host
+draining then, as for a decommissioned executor, finishes its drain first: DRAIN_OUTLIVES_EXECUTOR_S)."""
 
 from __future__ import annotations
 
