@@ -52,6 +52,7 @@ class ExecutorWatcher:
         self._core = ExecutorWatch(retry_s)
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._in_job = threading.Event()  # a host job runs (stop cancels it)
         self._thread = threading.Thread(target=self._run, name="streams-rt-executor-watcher", daemon=True)
 
     def hosts(self) -> list[HostRecord]:
@@ -68,8 +69,9 @@ class ExecutorWatcher:
     def stop(self, timeout_s: float = 30.0) -> None:
         """No host is started or drained after this returns (a host job under way is cancelled)."""
         self._stop.set()
-        if self._thread.is_alive():
+        if self._in_job.is_set():
             self._sc.cancelJobGroup(self._job_group)
+        if self._thread.is_alive():
             self._thread.join(timeout_s)
 
     def _run(self) -> None:
@@ -91,7 +93,11 @@ class ExecutorWatcher:
     def _carry_out(self, action: StartHost | DrainHost | Forget) -> None:
         if isinstance(action, StartHost):
             log.info("executor(s) %s have no task host: starting theirs", ", ".join(action.executor_ids))
-            records = run_host_job(self._sc, self._spec, 2 * max(1, len(spark_executors(self._sc))))
+            self._in_job.set()
+            try:
+                records = run_host_job(self._sc, self._spec, 2 * max(1, len(spark_executors(self._sc))))
+            finally:
+                self._in_job.clear()
             self.hosts_found(records)
         elif isinstance(action, DrainHost):
             host = action.host
