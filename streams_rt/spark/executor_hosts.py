@@ -1,10 +1,12 @@
 """Task hosts on Spark executors: one per executor, started from the executor's Python workers.
 
-`ensure_host(spec)` runs on an executor (in a start-up job, and in `read` for executors added later):
+`ensure_host(spec)` runs on an executor (in the start-up job, in the jobs the driver's executor watcher
+runs for executors added later, and in `read`):
 it starts `streams_rt.iq.host_main` detached (its own session, so it outlives the short-lived
 Python worker) unless the executor already has one. The host holds a lock file in the executor's
 working directory for its whole life, so a second start exits at once, and it watches the executor's
-JVM: when the executor is gone, the host commits, leaves and exits, releasing its state locks."""
+JVM: when the executor is gone, the host commits, leaves and exits, releasing its state locks (a host
+draining then, as for a decommissioned executor, finishes its drain first: DRAIN_OUTLIVES_EXECUTOR_S)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ from streams_rt.processes import still_running
 
 HOST_DIR = "streams-rt-host"
 READY_TIMEOUT_S = 120.0
+# Spark lets a decommissioned executor exit as soon as it runs no task (about a second): the drain
+# the driver asked its host for goes on that long after the executor's JVM is gone.
+DRAIN_OUTLIVES_EXECUTOR_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -46,12 +51,23 @@ def executor_jvm_pid() -> int | None:
     return None
 
 
+def executor_id(jvm_pid: int) -> str:
+    """Spark's id of the executor whose JVM this is (its `--executor-id` argument)."""
+    args = Path(f"/proc/{jvm_pid}/cmdline").read_bytes().split(b"\0")
+    return args[args.index(b"--executor-id") + 1].decode()
+
+
 def ensure_host(spec: HostSpec) -> dict[str, Any]:
     """This executor's host (started now if it has none): its ready record (pid, endpoint,
-    process_id, the executor JVM pid it watches)."""
+    process_id, the executor JVM pid it watches) with the executor's Spark id (`executor_id`), by
+    which the driver's executor watcher knows it."""
     executor = executor_jvm_pid()
     if executor is None:
         raise RuntimeError("ensure_host runs on an executor (local mode starts its hosts from the driver)")
+    return {**_ensure_host(spec, executor), "executor_id": executor_id(executor)}
+
+
+def _ensure_host(spec: HostSpec, executor: int) -> dict[str, Any]:
     directory = Path.cwd() / HOST_DIR
     directory.mkdir(exist_ok=True)
     ready = directory / "ready.json"
@@ -62,7 +78,8 @@ def ensure_host(spec: HostSpec) -> dict[str, Any]:
         _stop(int(found["pid"]), found.get("started"))
     props = {**spec.host_config["properties"], "state.dir": str(directory / "state")}
     config = {**spec.host_config, "properties": props, "ready_file": str(ready),
-              "lock_file": str(directory / "host.lock"), "watch_pid": executor}
+              "lock_file": str(directory / "host.lock"), "watch_pid": executor,
+              "drain_outlives_watch_s": DRAIN_OUTLIVES_EXECUTOR_S}
     config_file = directory / "host.json"
     config_file.write_text(json.dumps(config))
     os.chmod(config_file, 0o600)

@@ -23,8 +23,11 @@ from pyspark.sql import DataFrame, SparkSession
 from streams_rt.config import resolve
 from streams_rt.config.registry import LOCAL_TASK_HOSTS
 from streams_rt.iq.routing import store_catalog
+from streams_rt.rpc.batches import HostClient
+from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.runtime.local import LocalApplication
-from streams_rt.spark.executor_hosts import HostSpec, ensure_host
+from streams_rt.spark.executor_hosts import HostSpec
+from streams_rt.spark.executor_watcher import ExecutorWatcher, run_host_job
 from streams_rt.spark.source import (
     HOST_CONFIG_OPTION,
     NAME,
@@ -62,9 +65,17 @@ class StreamsRuntime:
         self.app = LocalApplication(topology, props, self.work_dir, hosts=hosts, topology_args=topology_args,
                                     release_stand_in=release_stand_in)
         self.schema = OutputSchema(self.app.topology)
-        self._executor_hosts: list[dict[str, Any]] = []  # their ready records
+        # On a cluster: hosts on the executors Spark adds later, drains on decommission (executor_watcher.py).
+        self._watcher: ExecutorWatcher | None = None
         if not self.local:
+            roots = ControlPlaneSettings.from_properties(props).client_root_certs()
+            self._watcher = ExecutorWatcher(
+                spark.sparkContext, self.host_spec(),
+                lambda endpoint: HostClient(endpoint, timeout_s=30, secret=self.app.coordinator.secret,
+                                            tls_root_certs=roots),
+                job_group=f"streams-rt-hosts-{self.application_id}")
             self.start_executor_hosts()
+            self._watcher.start()
 
     @property
     def application_id(self) -> str:
@@ -82,13 +93,14 @@ class StreamsRuntime:
         spec = self.host_spec()
         deadline = time.monotonic() + timeout_s
         while True:
-            ready = sc.parallelize(range(executors * 4), executors * 4).map(lambda _: ensure_host(spec)).collect()
+            ready = run_host_job(sc, spec, executors * 4)
             hosts = {r["pid"]: r for r in ready}
             members = len(self.app.coordinator.describe()["members"])
             if len(hosts) >= executors and members >= len(hosts):
                 log.info("task hosts on %d executors: %s", executors, sorted(hosts))
-                self._executor_hosts = list(hosts.values())
-                return self._executor_hosts
+                assert self._watcher is not None
+                self._watcher.hosts_found(list(hosts.values()))
+                return list(hosts.values())
             if time.monotonic() > deadline:
                 raise RuntimeError(f"task hosts on {len(hosts)} of {executors} executors after {timeout_s:.0f} s")
             time.sleep(0.5)
@@ -113,7 +125,8 @@ class StreamsRuntime:
         """The hosts' query endpoints this driver knows (any one gives the group's metadata)."""
         if self.local:
             return [e for h in self.app.hosts.values() if (e := h.query_endpoint)]
-        return [str(r["query_endpoint"]) for r in self._executor_hosts if r.get("query_endpoint")]
+        hosts = self._watcher.hosts() if self._watcher is not None else []
+        return [str(r["query_endpoint"]) for r in hosts if r.get("query_endpoint")]
 
     def stream(self) -> DataFrame:
         """The topology's output rows (topic, key, value, timestamp, task) as a streaming DataFrame."""
@@ -137,7 +150,8 @@ class StreamsRuntime:
     def stop(self, timeout_s: float = 60.0) -> None:
         """Stop the hosts (each commits, checkpoints and leaves the group) and the coordinator. The
         hosts on executors are asked through the group (KIP-725's shutdown request)."""
-        if not self.local:
+        if self._watcher is not None:
+            self._watcher.stop()
             self.app.coordinator.request_shutdown("StreamsRuntime.stop()")
             deadline = time.monotonic() + timeout_s
             while (members := self.app.coordinator.describe()["members"]) and time.monotonic() < deadline:

@@ -449,6 +449,11 @@ class TaskHost:
         self._changed.set()
 
     @property
+    def draining(self) -> bool:
+        """A drain was asked for (it may not have finished)."""
+        return self._drain.reason is not None
+
+    @property
     def drained(self) -> bool:
         """A drain was asked for, the coordinator took it, and a later generation left this host
         nothing to run."""

@@ -4,7 +4,8 @@ The config file (written by whoever starts the host: the local runtime, or an ex
 application's properties, the coordinator's address, the topology ('module:attr'), the source
 topics' partition counts (so host and driver agree on the layout), and optionally the instance id
 (this host's `group.instance.id`), the bind address, a process to outlive no longer (`watch_pid`:
-the driver in local mode, the executor's JVM on a cluster), a lock file that makes it the only host
+the driver in local mode, the executor's JVM on a cluster; `drain_outlives_watch_s`: how long a
+drain under way goes on once it is gone, 0 by default), a lock file that makes it the only host
 of its executor, a file where the host writes its endpoint once it serves, and the bound on closing
 (`close_timeout_s`, CLOSE_TIMEOUT_S by default). The properties are
 resolved once against the configuration registry; a bad or unknown key stops the host with one log
@@ -26,6 +27,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -128,9 +130,20 @@ def main(argv: list[str] | None = None, query_server: QueryServerFactory | None 
                  "watch_pid": watched, "coordinator": config["coordinator"]}
         atomic_write_bytes(Path(config["ready_file"]), json.dumps(ready).encode())
     code = 0
+    watched_gone_at: float | None = None
+    # How long a drain may go on once the watched process (an executor: ensure_host sets it) is gone.
+    drain_outlives_s = float(config.get("drain_outlives_watch_s", 0.0))
     while not stop.wait(0.5):
-        if watched and not still_running(watched, watched_started):
-            log.warning("process %s (the driver or the executor) is gone: stopping", watched)
+        if watched and watched_gone_at is None and not still_running(watched, watched_started):
+            if not (host.draining and drain_outlives_s > 0):
+                log.warning("process %s (the driver or the executor) is gone: stopping", watched)
+                break
+            # A decommissioned executor exits once idle, within a second: the drain it asked for goes on.
+            log.warning("process %s (the executor) is gone while this host drains: draining on, at most %.0f s",
+                        watched, drain_outlives_s)
+            watched_gone_at = time.monotonic()
+        if watched_gone_at is not None and time.monotonic() - watched_gone_at > drain_outlives_s:
+            log.warning("the drain did not end within %.0f s of the executor's exit: stopping", drain_outlives_s)
             break
         if decommissioned.is_set():
             host.request_drain("SIGPWR: the executor is being decommissioned")

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from streams_rt.rpc.batches import HostClient
 from streams_rt.runtime.local import LocalApplication
 from tests.coordinator.settle import wait_until
 from tests.tasks.test_host import Apps, drain
@@ -101,6 +102,13 @@ def drawn_hosts(dom: Element) -> dict[str, dict[str, set[str]]]:
     return hosts
 
 
+def drawn_draining(dom: Element) -> set[str]:
+    """The hosts whose card is drawn draining: dashed (its class) with a `draining` badge."""
+    return {card.attrs["data-host"] for card in dom.find_all(lambda e: "host" in e.classes() and "data-host" in e.attrs)
+            if "draining" in card.classes()
+            and [b.all_text() for b in card.find_all(lambda e: "data-draining" in e.attrs)] == ["draining"]}
+
+
 def expected_hosts(status: dict[str, Any]) -> dict[str, dict[str, set[str]]]:
     return {h["name"]: {kind: set(h[kind]) for kind in ("active", "standby", "warmup", "revoke") if h[kind]}
             for h in status["hosts"]}
@@ -143,6 +151,7 @@ def check_page(dom: Element, status: dict[str, Any]) -> None:
     assert by_id(dom, "host-count").all_text() == str(len(status["hosts"]))
     assert "display: block" not in by_id(dom, "error").attrs.get("style", "")
     assert drawn_hosts(dom) == expected_hosts(status)
+    assert drawn_draining(dom) == {h["name"] for h in status["hosts"] if h["draining"]}
     assert chip_lags(dom) == expected_lags(status)
     rows = {row.attrs["data-task"]: [cell.all_text() for cell in row.children if cell.tag == "td"]
             for row in by_id(dom, "tasks").find_all(lambda e: e.tag == "tr" and "data-task" in e.attrs)}
@@ -195,3 +204,21 @@ def test_the_status_page_draws_the_groups_hosts_tasks_and_rebalances(apps: Apps,
     assert any(f"new member {new}" in li.all_text() for li in by_id(dom, "rebalances").children)
     # Lags the hosts reported are drawn on their chips: the first host's running actives are 0 behind.
     assert {chip_lags(dom)[(first["name"], "active", task)] for task in first["active"]} <= {"0"}
+
+
+def test_the_status_page_draws_a_draining_host(apps: Apps) -> None:
+    """A host asked to drain with nowhere to send its tasks (the only host) keeps them, draining,
+    until another joins: the page draws it dashed with a badge, as `status` shows it."""
+    apps.create_topics({"pv-views": 4, "pv-counts": 4})
+    app, loop = apps.start("page_views", hosts=1)
+    drain(loop)
+    url = app.coordinator.http_url
+    assert url is not None
+    wait_until(app, lambda s: s["state"] == "STABLE" and all(t["state"] == "RUNNING" for t in s["tasks"]))
+    (only,) = app.coordinator.status()["hosts"]
+    with HostClient(str(only["endpoint"]), secret=app.coordinator.secret) as client:
+        client.drain("the status page test")
+    wait_until(app, lambda s: s["state"] == "STABLE" and [h["draining"] for h in s["hosts"]] == [True])
+    dom, status = render_settled(app, url)
+    check_page(dom, status)
+    assert drawn_draining(dom) == {only["name"]}

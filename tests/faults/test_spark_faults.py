@@ -5,7 +5,12 @@ num.standby.replicas=1, under exactly_once_v2 with the verifier's exact check:
   starts a new executor; the old executor's host sees its JVM gone, leaves and releases its task
   locks; the new executor gets a host with its first read; the query never fails;
 - a driver (coordinator) restart: the query and the runtime stop, new ones start on the same
-  checkpoint location, and the counts continue exactly."""
+  checkpoint location, and the counts continue exactly;
+- a decommissioned executor (SIGPWR to its JVM, as Kubernetes' decom.sh sends, with
+  spark.decommission.enabled in spark-conf/): the driver's executor watcher sees Spark decommission
+  it and drains its host: each active moved to a host caught up on it (its standby, or a warm-up
+  first), no task without an owner beyond one cooperative hand-off, and the host stops drained
+  (Spark lets the idle executor exit within a second; the drain goes on without it)."""
 
 from __future__ import annotations
 
@@ -20,6 +25,8 @@ from pyspark.sql import SparkSession
 
 from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.processes import still_running
+from streams_rt.tasks import ownership_log
+from tests.cli.test_drain import actives_by_generation
 from tests.faults import invariants
 from tests.faults.driver import smoke_workload
 from tests.faults.harness import SummaryRow
@@ -114,3 +121,54 @@ def test_kill_9_of_an_executor_jvm_twice_with_1000_values_per_key(spark_runs: Sp
         kill_an_executor(run)
     verdict = run.finish("kill -9 of an executor JVM x2", summary)
     assert verdict.passed, verdict.problems
+
+
+@pytest.mark.faults_short
+def test_a_decommissioned_executor_has_its_host_drained(spark_runs: SparkRuns, summary: list[SummaryRow]) -> None:
+    run = spark_runs.start(duration_s=40.0)
+    run.settle(hosts=3)
+    time.sleep(2)
+    assert run.runtime is not None
+    coordinator = run.runtime.app.coordinator
+    settled = coordinator.status()
+    hosts = run.live_hosts()
+    busiest = max(hosts, key=lambda pid: len(run.tasks_of(hosts[pid]["endpoint"])))
+    victim = hosts[busiest]
+    leaving = next(h for h in settled["hosts"] if h["endpoint"] == victim["endpoint"])
+    assert leaving["active"], settled
+    host_log = Path(os.readlink(f"/proc/{busiest}/cwd")) / "host.log"
+    run.fault(run.tasks_of(victim["endpoint"]))
+    os.kill(int(victim["watch_pid"]), signal.SIGPWR)  # Spark's decommission signal, to the executor's JVM only
+    seen_draining = False
+
+    def drained_and_gone() -> bool:
+        nonlocal seen_draining
+        seen_draining |= any(h["draining"] for h in coordinator.status()["hosts"] if h["member"] == leaving["member"])
+        return not still_running(busiest, victim.get("started"))
+
+    run.wait_until(drained_and_gone, 180, f"the host of the decommissioned executor (pid {busiest}) to drain and stop")
+    text = host_log.read_text(errors="replace")
+    assert "drained: every task of this host runs elsewhere now; stopping" in text, text[-3000:]
+    assert seen_draining, "the status never showed the host draining"
+    # Each active went to a host that was caught up on it: its standby (num.standby.replicas=1), or a warm-up first.
+    moves = [m for e in coordinator.status()["rebalances"] if e["generation"] > settled["generation"]
+             for m in e["moves"]]
+    taken = {m["task"]: m["to"] for m in moves if m["kind"] == "active" and m["to"] is not None}
+    warmed = {(m["task"], m["to"]) for m in moves if m["kind"] == "warmup" and m["to"] is not None}
+    names = {h["member"]: h["name"] for h in settled["hosts"]}  # moves name hosts as `status` does
+    standbys = {t["task"]: {names[m] for m in t["standby"]} for t in settled["tasks"]}
+    for task in leaving["active"]:
+        assert task in taken and (taken[task] in standbys[task] or (task, taken[task]) in warmed), (task, moves)
+    run.wait_until(lambda: len(run.live_hosts()) == 3, 180, "a host on the executor Spark starts in its place")
+    run.settle(hosts=3)
+    events = ownership_log.read(run.ownership_logs[-1])
+    by_generation = actives_by_generation(events)
+    tasks = {t["task"] for t in settled["tasks"]}
+    for generation in sorted(g for g in by_generation if g >= settled["generation"]):
+        missing = tasks - set().union(*by_generation[generation].values())
+        # a task may be missing only while it is handed over: revoked at this generation, owned at the next
+        after = by_generation.get(generation + 1)
+        assert not missing or (after is not None and missing <= set().union(*after.values())), (generation, missing)
+    verdict = run.finish("decommission of an executor (drain)", summary)
+    assert verdict.passed, verdict.problems
+    assert verdict.verified == verdict.produced == 20 * 250

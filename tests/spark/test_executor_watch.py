@@ -1,0 +1,75 @@
+"""The executor watcher's pure core (no Spark): a host asked for every executor without one (again
+after the retry interval, never for one being decommissioned), one drain per decommissioned
+executor with a host, one Forget per executor that leaves; and, over any sequence of snapshots, the
+hosts it knows are never those of executors gone."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streams_rt.spark.executor_watch import Action, DrainHost, ExecutorWatch, Forget, StartHost
+
+
+def record(executor: str, pid: int = 100) -> dict[str, object]:
+    return {"executor_id": executor, "pid": pid, "endpoint": f"grpc://127.0.0.1:{pid}"}
+
+
+def test_the_executors_without_a_host_get_one_asked_for_once_per_retry_interval() -> None:
+    watch = ExecutorWatch(retry_s=5.0)
+    assert watch.observe({"0": False, "1": False}, now=0.0) == [StartHost(("0", "1"))]
+    assert watch.observe({"0": False, "1": False}, now=1.0) == []  # the job is under way
+    watch.hosts_found([record("0")])
+    assert watch.observe({"0": False, "1": False}, now=5.0) == [StartHost(("1",))]  # still missing: again
+    watch.hosts_found([record("1", 101)])
+    assert watch.observe({"0": False, "1": False, "2": False}, now=6.0) == [StartHost(("2",))]
+    assert set(watch.hosts()) == {"0", "1"}
+
+
+def test_a_replacement_executor_gets_a_host_and_the_lost_one_is_forgotten_once() -> None:
+    watch = ExecutorWatch()
+    watch.hosts_found([record("0"), record("1", 101), record("2", 102)])
+    assert watch.observe({"0": False, "1": False, "2": False}, now=0.0) == []
+    actions = watch.observe({"0": False, "2": False, "3": False}, now=1.0)  # 1 killed, 3 in its place
+    assert actions == [Forget("1", record("1", 101), decommissioned=False), StartHost(("3",))]
+    watch.hosts_found([record("3", 103), record("1", 101)])  # a late record of the lost one is ignored
+    assert watch.observe({"0": False, "2": False, "3": False}, now=2.0) == []
+    assert set(watch.hosts()) == {"0", "2", "3"}
+
+
+def test_a_decommissioned_executor_has_its_host_drained_once_and_none_started() -> None:
+    watch = ExecutorWatch()
+    watch.hosts_found([record("0"), record("1", 101)])
+    watch.observe({"0": False, "1": False}, now=0.0)
+    assert watch.observe({"0": False, "1": True}, now=1.0) == [DrainHost("1", record("1", 101))]
+    assert watch.observe({"0": False, "1": True}, now=2.0) == []  # asked once
+    assert watch.observe({"0": False, "1": True, "2": True}, now=3.0) == []  # no host for one leaving
+    assert watch.observe({"0": False}, now=4.0) == [Forget("1", record("1", 101), decommissioned=True),
+                                                    Forget("2", None, decommissioned=True)]
+
+
+snapshots = st.lists(st.dictionaries(st.sampled_from("0123456"), st.booleans(), max_size=7), min_size=1, max_size=20)
+
+
+@settings(deadline=None)  # timings are the loaded machine's, not the code's
+@given(snapshots, st.data())
+def test_over_any_history_each_executor_is_drained_and_forgotten_at_most_once(history: list[dict[str, bool]],
+                                                                              data: st.DataObject) -> None:
+    watch = ExecutorWatch(retry_s=2.0)
+    actions: list[Action] = []
+    gone: set[str] = set()
+    found_ever: set[str] = set()
+    for now, executors in enumerate(history):
+        executors = {e: leaving for e, leaving in executors.items() if e not in gone}  # ids are never reused
+        found = data.draw(st.lists(st.sampled_from("0123456"), max_size=3))
+        watch.hosts_found([record(e, 100 + int(e)) for e in found])
+        found_ever |= set(found)
+        step = watch.observe(executors, float(now))
+        actions += step
+        gone |= {a.executor_id for a in step if isinstance(a, Forget)}
+        assert set(watch.hosts()) <= found_ever - gone  # a record may come before its executor's first snapshot
+        for start in (a for a in step if isinstance(a, StartHost)):
+            assert all(e in executors and not executors[e] and e not in watch.hosts() for e in start.executor_ids)
+    drains = [a.executor_id for a in actions if isinstance(a, DrainHost)]
+    forgets = [a.executor_id for a in actions if isinstance(a, Forget)]
+    assert len(drains) == len(set(drains)) and len(forgets) == len(set(forgets))
