@@ -4,7 +4,7 @@ executor Spark decommissions to drain, logs executors that went away.
 
 Why polling and not a SparkListener: a Python listener needs py4j's callback server and runs our
 code on Spark's listener-bus thread (a slow call there delays or drops every other listener's
-events); the scheduler's own state, read once a `interval_s`, is all the watcher needs: the
+events); the scheduler's own state, read every `interval_s`, is all the watcher needs: the
 executors (`SparkContext.getExecutorIds`) and which of them are being decommissioned
 (`TaskSchedulerImpl.isExecutorDecommissioned`, set as soon as the driver learns it, whoever
 started it: the cluster manager, SIGPWR to the executor, or the driver itself)."""

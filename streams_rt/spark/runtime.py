@@ -147,11 +147,14 @@ class StreamsRuntime:
             reader = reader.option(TRUSTSTORE_OPTION, str(truststore))
         return reader.load()
 
-    def stop(self, timeout_s: float = 60.0) -> None:
+    def stop(self, timeout_s: float = 60.0, keep_hosts: bool = False) -> None:
         """Stop the hosts (each commits, checkpoints and leaves the group) and the coordinator. The
-        hosts on executors are asked through the group (KIP-725's shutdown request)."""
+        hosts on executors are asked through the group (KIP-725's shutdown request). `keep_hosts`
+        leaves the executors' hosts running, cut off from this driver, as a driver crash or redeploy
+        would: the next driver's start-up replaces each of them with its own."""
         if self._watcher is not None:
             self._watcher.stop()
+        if self._watcher is not None and not keep_hosts:
             self.app.coordinator.request_shutdown("StreamsRuntime.stop()")
             deadline = time.monotonic() + timeout_s
             while (members := self.app.coordinator.describe()["members"]) and time.monotonic() < deadline:

@@ -209,11 +209,11 @@ class Live:
                           for h in self.runtime.start_executor_hosts()]
 
     def crash_driver(self) -> None:
-        """The driver goes away without stopping its hosts: the query stops and the coordinator
-        closes; the hosts keep running, cut off from it."""
+        """The driver goes away without stopping its hosts: the query stops, the coordinator closes
+        (and the executor watcher with it); the hosts keep running, cut off from it."""
         self.output.stopping.set()
         self.query.stop()
-        self.runtime.app.close()
+        self.runtime.stop(keep_hosts=True)
 
     def stop(self) -> None:
         self.lines.stop()
