@@ -297,12 +297,7 @@ def test_the_runbook_upgrades_canaries_and_rolls_back_a_live_application(live: L
         for host in targets:
             run_step(live, step, host)
             checks.after(step, host, last=host == targets[-1])
-    produced = live.lines.stop()
-    reference = dict(collections.Counter(w for text in produced for w in text.split()))
-    deadline = time.monotonic() + 120
-    while live.output.counts != reference and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert live.output.counts == reference
+    produced = counts_equal_the_reference(live)
     print(f"\nrunbook figures: longest output gap {checks.longest_gap:.1f} s (bound {checks.gap_bound():.1f} s) "
           f"at {checks.longest_gap_step}, "
           f"canary share {live.figures['canary_share']}, {len(produced)} lines, commands {live.figures['commands']}")
@@ -354,12 +349,7 @@ def test_a_driver_restart_during_the_first_bounce(live: Live) -> None:
     except AssertionError as e:
         raise AssertionError(f"{e}\n{stuck_batch(live)}") from None
     resumed = live.output.arrivals[-1]
-    produced = live.lines.stop()
-    reference = dict(collections.Counter(w for text in produced for w in text.split()))
-    deadline = time.monotonic() + 120
-    while live.output.counts != reference and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert live.output.counts == reference
+    produced = counts_equal_the_reference(live)
     for log in sorted(live.work.glob("ownership-*.log")):
         assert not ownership_log.check(ownership_log.read(log)), log
     print(f"\ndriver restart figures: {resumed - restarted:.1f} s from the crash to the first output, "
@@ -383,6 +373,18 @@ def stuck_batch(live: Live) -> str:
         files = sorted((live.work / "checkpoint" / log).glob("[0-9]*"), key=lambda f: int(f.name))
         lines += [f"{log}/{f.name}: {f.read_text().splitlines()[-1]}" for f in files[-2:]]
     return "\n".join(lines)
+
+
+def counts_equal_the_reference(live: Live) -> list[str]:
+    """Stops the producer and waits until the sink's counts equal the reference computed from every
+    line the broker acknowledged (which it returns)."""
+    produced = live.lines.stop()
+    reference = dict(collections.Counter(w for text in produced for w in text.split()))
+    deadline = time.monotonic() + 120
+    while live.output.counts != reference and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert live.output.counts == reference
+    return produced
 
 
 def run_step(live: Live, step: Step, host: str) -> None:
