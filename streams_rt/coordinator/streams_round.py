@@ -39,6 +39,7 @@ from streams_rt.rpc.errors import GroupError, GroupErrorException, shorten
 log = logging.getLogger(__name__)
 END_OFFSETS_RETRY_MS = 5_000  # the next round after one that could not read the changelogs' end offsets
 
+
 def epoch_ms() -> int:
     return time.time_ns() // 1_000_000
 
