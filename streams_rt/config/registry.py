@@ -194,9 +194,11 @@ RACK_AWARE_ASSIGNMENT_TAGS = ConfigKey(
 GROUP_INSTANCE_ID = ConfigKey(
     "group.instance.id",
     Nullable(Text(r"[A-Za-z0-9._-]+", "ASCII letters, digits, '.', '_' and '-'", max_length=249)), None, _M,
-    "static membership: a host that rejoins within the session timeout keeps its tasks without a rebalance",
+    "static membership: a host that rejoins within the session timeout keeps its tasks without a rebalance;"
+    " each host appends its own name (`<id>-executor-<n>`), as Kafka Streams appends each thread's index",
     origin=Origin.CONSUMER, read_by=(MEMBER_CONFIG,),
-    differs_from_kafka="the characters are checked when the config is read; Kafka checks them when the consumer starts",
+    differs_from_kafka="the characters are checked when the config is read; Kafka checks them when the consumer"
+    " starts. A static host leaves the group when it stops for good; only a restart in place keeps it a member",
 )
 SESSION_TIMEOUT_MS = ConfigKey(
     "session.timeout.ms", Duration(1, bits=32), 45_000, _M,

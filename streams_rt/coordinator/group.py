@@ -122,6 +122,20 @@ class RoundAssigner(Protocol):
     def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome: ...
 
 
+# Why a static member's return needs a round after all (None: it takes its old assignment as it is):
+# (the member it replaces, the returning one, the group's members before the swap).
+StaticRejoinCheck = Callable[[Member, Member, Mapping[str, Member]], "str | None"]
+
+
+def assignment_inputs_changed(old: Member, new: Member, members: Mapping[str, Member]) -> str | None:
+    """What any assignor depends on: the member's rebalance protocol and its capacity."""
+    if old.protocol is not new.protocol:
+        return f"its rebalance protocol {old.protocol.name} -> {new.protocol.name}"
+    if old.capacity != new.capacity:
+        return f"its capacity {old.capacity} -> {new.capacity}"
+    return None
+
+
 @dataclass(frozen=True)
 class PendingRound:
     """A round's frozen input: copies of the members as they were when the last one joined."""
@@ -165,6 +179,7 @@ class Group:
         new_member_id: Callable[[str | None], str] | None = None,
         persistent: bool = False,
         hold_rounds_until_ms: int = 0,
+        static_rejoin_change: StaticRejoinCheck = assignment_inputs_changed,
     ) -> None:
         """With `assigner`, each round is computed at once, on the calling thread (single-threaded
         use); with None, a driver takes `pending_round()`, computes it off the lock and hands the
@@ -172,7 +187,9 @@ class Group:
         members are expected back and must rejoin (a round starts at `now_ms`). `persistent`: someone
         saves `unsaved()` and reports `saved()`; no member can fetch a generation before its record is
         saved, so a restart never forgets a generation a member holds. The group never waits for the save.
-        `hold_rounds_until_ms` delays the first round (group.initial.rebalance.delay.ms)."""
+        `hold_rounds_until_ms` delays the first round (group.initial.rebalance.delay.ms).
+        `static_rejoin_change` says when a static member's return within its session (KIP-345: no
+        round) changed something its assignment depends on, so a round must run after all."""
         self.group_id = group_id
         self.state = GroupState.EMPTY
         self.generation = restored.generation if restored is not None else 0
@@ -195,6 +212,7 @@ class Group:
         self._changes = 0  # counts record changes; the saver reports the count it saved
         self._saved_changes = 0
         self._hold_until_ms = hold_rounds_until_ms
+        self._static_rejoin_change = static_rejoin_change
         for r in restored.members if restored is not None else ():
             self.members[r.member_id] = Member.restore(r, now_ms)
             if r.instance_id is not None:
@@ -398,19 +416,26 @@ class Group:
         old_id = self._static.get(instance_id) if instance_id is not None else None
         if instance_id is not None and old_id is not None:
             # KIP-345: the instance came back within the session timeout; it replaces (and fences)
-            # its old member id and keeps its assignment, so the group need not rebalance.
+            # its old member id and keeps its assignment, so the group need not rebalance, unless it
+            # came back changed in a way its assignment depends on (Kafka: a changed protocol).
+            # (During a round, the round takes the member as it is now.)
+            changed = (self._static_rejoin_change(self.members[old_id], new, self.members)
+                       if self.state is GroupState.STABLE else None)
             old = self.members.pop(old_id)
-            new.assignment, new.joined, new.fetched_generation = old.assignment, old.joined, old.fetched_generation
+            if changed is None:
+                new.assignment, new.joined, new.fetched_generation = old.assignment, old.joined, old.fetched_generation
+            # else: the new process holds nothing yet; it waits for the round (sync answers nothing till then)
             if old_id in self._undelivered:
                 self._undelivered.discard(old_id)
                 self._undelivered.add(new_id)
             self.members[new_id] = new
             self._static[instance_id] = new_id
-            log.info(
-                "group %s: static member %s rejoined as %s, keeping generation %d's assignment",
-                self.group_id, instance_id, new_id, self.generation,
-            )
             self._record_changed()
+            if changed is not None:
+                self._prepare_rebalance(now_ms, f"static member {instance_id} rejoined as {new_id} with {changed}")
+            else:
+                log.info("group %s: static member %s rejoined as %s, keeping generation %d's assignment",
+                         self.group_id, instance_id, new_id, self.generation)
             if self.state is GroupState.COMPLETING_REBALANCE:
                 self._prepare_rebalance(now_ms, f"static member {instance_id} rejoined as {new_id}")
             if self.state is GroupState.PREPARING_REBALANCE:

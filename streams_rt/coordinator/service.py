@@ -26,7 +26,7 @@ from streams_rt.config.registry import (
     UPGRADE_FROM,
 )
 from streams_rt.coordinator.discovery import CoordinatorFile, this_process
-from streams_rt.coordinator.group import Group, RoundAssigner
+from streams_rt.coordinator.group import Group, Member, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
 from streams_rt.coordinator.history import RebalanceHistory
 from streams_rt.coordinator.http_endpoint import HttpEndpoint
@@ -88,6 +88,8 @@ class RoundPlanner(RoundAssigner, Protocol):
 
     def decode_subscription(self, data: bytes) -> Any: ...
 
+    def static_rejoin_change(self, old: Member, new: Member, members: Mapping[str, Member]) -> str | None: ...
+
 
 class Coordinator:
     def __init__(
@@ -140,6 +142,7 @@ class Coordinator:
             observer=self.metrics,
             persistent=store is not None,
             hold_rounds_until_ms=now + config.initial_rebalance_delay_ms if snapshot is not None else 0,
+            static_rejoin_change=planner.static_rejoin_change,
         )
         self._server = CoordinatorServer(
             self.group,

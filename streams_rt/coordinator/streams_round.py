@@ -14,7 +14,7 @@ from streams_rt.assignment.lag import RUNNING, is_caught_up, lag_code
 from streams_rt.coordinator.assignment_content import SourceTopics, build_contents
 from streams_rt.coordinator.departures import DepartureTracker
 from streams_rt.coordinator.errors import SubscriptionRejected
-from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
+from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome, assignment_inputs_changed
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.user_data import (
     AssignmentContent,
@@ -164,6 +164,30 @@ class StreamsRoundPlanner:
         except ValueError as e:
             raise SubscriptionRejected(str(e), int(AssignorError.ASSIGNMENT_ERROR)) from None
         return decoded
+
+    def static_rejoin_change(self, old: Member, new: Member, members: Mapping[str, Member]) -> str | None:
+        """Why a static member's return within its session (KIP-345: it keeps its assignment, no
+        round) needs a round after all: something its assignment, or everyone's, depends on changed.
+        A restart that comes back as it was (same state, version, endpoint) costs no round; the
+        metadata versions the group speaks, an endpoint every AssignmentInfo carries, or a state
+        directory the assignor placed tasks by, do."""
+        if (generic := assignment_inputs_changed(old, new, members)) is not None:
+            return generic
+        before, after = old.subscription, new.subscription
+        if before is None or before.info is None or after.info is None:
+            return "a subscription this coordinator cannot compare"
+        if before.version != after.version:
+            return f"its metadata version {before.version} -> {after.version}"
+        if before.info.process_id != after.info.process_id:
+            return "another process id (a new state directory)"
+        if _endpoint(before) != _endpoint(after):
+            return f"its endpoint {before.info.user_endpoint} -> {after.info.user_endpoint}"
+        others = [m.subscription for mid, m in members.items() if mid != old.member_id and m.subscription is not None]
+        latest, cap = self.latest_supported_version, self.policy.metadata_version_cap
+        was, now = RoundVersions.of([*others, before], latest, cap), RoundVersions.of([*others, after], latest, cap)
+        if was != now:
+            return f"the group's commonly supported version {was.commonly_supported} -> {now.commonly_supported}"
+        return None
 
     def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
         subs: dict[str, DecodedSubscription] = {mid: m.subscription for mid, m in members.items()}

@@ -34,6 +34,7 @@ from streams_rt.runtime.topics import (
 )
 from streams_rt.tasks.host import load_topology
 from streams_rt.tasks.release_stand_in import ReleaseStandIn
+from streams_rt.tasks.static_membership import with_host_instance_id
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +124,8 @@ class LocalApplication:
         release in upgrade tests)."""
         directory = self.work_dir / name
         directory.mkdir(exist_ok=True)
-        props = {**self.properties, "state.dir": str(directory / "state"), **self._host_properties,
-                 **(properties or {})}
+        props = with_host_instance_id({**self.properties, "state.dir": str(directory / "state"),
+                                       **self._host_properties, **(properties or {})}, name)
         ready = directory / "ready.json"
         ready.unlink(missing_ok=True)
         config = {**self.host_config(), "properties": props, "ready_file": str(ready), "watch_pid": os.getpid()}

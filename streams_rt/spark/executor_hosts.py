@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from streams_rt.processes import still_running
+from streams_rt.tasks.static_membership import with_host_instance_id
 
 HOST_DIR = "streams-rt-host"
 READY_TIMEOUT_S = 120.0
@@ -76,7 +77,8 @@ def _ensure_host(spec: HostSpec, executor: int) -> dict[str, Any]:
         return found
     if found is not None:  # a host of an earlier run of the driver: it gives way to this run's
         _stop(int(found["pid"]), found.get("started"))
-    props = {**spec.host_config["properties"], "state.dir": str(directory / "state")}
+    props = with_host_instance_id({**spec.host_config["properties"], "state.dir": str(directory / "state")},
+                                  f"executor-{executor_id(executor)}")
     config = {**spec.host_config, "properties": props, "ready_file": str(ready),
               "lock_file": str(directory / "host.lock"), "watch_pid": executor,
               "drain_outlives_watch_s": DRAIN_OUTLIVES_EXECUTOR_S}

@@ -511,10 +511,12 @@ class TaskHost:
                 log.debug("task report refused: %s %s", response.error, response.message)
 
     # -- closing -----------------------------------------------------------------------------
-    def close(self) -> None:
-        """Revoke and commit everything, leave the group, stop serving."""
+    def close(self, *, leave: bool = True) -> None:
+        """Revoke and commit everything, leave the group (unless `leave` is False: a static member
+        restarting in place stays, to come back with its tasks, KIP-345), stop serving."""
         self._closing.set()
-        self.member.close()  # revokes active tasks through the listener (committed, closed)
+        # Revokes active tasks through the listener (committed, closed).
+        self.member.close(leave=leave)
         try:
             self._state.call(self._close_all)
         except StateThreadStopped as e:  # it logged why when it failed; the rest of the close goes on

@@ -42,7 +42,7 @@ from streams_rt.tasks.host import HostSettings, QueryServer, TaskHost, load_topo
 from streams_rt.tasks.malloc_tuning import bound_malloc_arenas
 from streams_rt.tasks.membership import MemberConfig, MemberState
 from streams_rt.tasks.release_stand_in import ReleaseStandIn, protocol_from_host_config
-from streams_rt.tasks.restart import RestartRequest
+from streams_rt.tasks.restart import RESUME_VERSION_KEY, RestartRequest, carry_over
 
 log = logging.getLogger("streams_rt.tasks.host")
 
@@ -66,11 +66,19 @@ def host_settings(config: Mapping[str, Any]) -> HostSettings:
     return HostSettings(
         config=resolved,
         coordinator_address=config["coordinator"],
-        member=dataclasses.replace(member, protocol=protocol_from_host_config(config)),
+        member=dataclasses.replace(member, protocol=protocol_from_host_config(config),
+                                   resume_version=_optional_int(config, RESUME_VERSION_KEY)),
         bind_host=config.get("bind_host", "127.0.0.1"),
         port=int(config.get("port", 0)),
         latest_supported_version=int(config.get("latest_supported_version", LATEST_SUPPORTED_VERSION)),
     )
+
+
+def _optional_int(config: Mapping[str, Any], key: str) -> int | None:
+    value = config.get(key)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise ValueError(f"the host file's {key} {value!r} is not an integer")
+    return value
 
 
 QueryServerFactory = Callable[[StreamsConfig, TaskHost], QueryServer | None]
@@ -118,7 +126,8 @@ def main(argv: list[str] | None = None, query_server: QueryServerFactory | None 
 
     def restart(request: RestartRequest) -> None:
         """The `restart` action: agree (the new host file is checked first), then stop to exec."""
-        restarts.append((request, request.host_config(config)))
+        restarts.append((request, carry_over(request.host_config(config), host.member.status().used_version,
+                                             host.query_endpoint)))
         stop.set()
 
     host = TaskHost(settings, topology, layout, query_server=factory, on_restart=restart)
@@ -160,13 +169,19 @@ def main(argv: list[str] | None = None, query_server: QueryServerFactory | None 
             code = 2
             break
     close_timeout_s = float(config.get("close_timeout_s", CLOSE_TIMEOUT_S))
-    log.info("closing: revoking and committing tasks, leaving the group (at most %.0f s)", close_timeout_s)
+    # A static member restarting in place stays in the group, to come back with its tasks (KIP-345);
+    # stopping for good it leaves, since nothing brings it back (an executor's id is never reused).
+    restarting = bool(restarts) and code == 0
+    stays = restarting and settings.member.group_instance_id is not None
+    log.info("closing: revoking and committing tasks, %s (at most %.0f s)",
+             f"staying in the group as {settings.member.group_instance_id} to restart" if stays
+             else "leaving the group", close_timeout_s)
     faulthandler.dump_traceback_later(close_timeout_s, exit=True)  # the stacks go to stderr: the host's log
-    host.close()
+    host.close(leave=not stays)
     faulthandler.cancel_dump_traceback_later()
     if lock is not None:
         lock.close()
-    if restarts and code == 0:
+    if restarting:
         _exec_restart(args.config, *restarts[-1])
     log.info("stopped (exit code %d)", code)
     return code

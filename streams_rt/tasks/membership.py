@@ -75,8 +75,9 @@ class InvalidTransition(RuntimeError):
 class MemberConfig:
     """Kafka's consumer settings that matter to the group protocol, each field the key of the same
     name (`session_timeout_ms`: `session.timeout.ms`), read by `from_config`. Not properties:
-    `coordinator_address` (the driver's coordinator, handed to each host), and `protocol` and
-    `subscription_version`, test overrides of what `upgrade.from` implies."""
+    `coordinator_address` (the driver's coordinator, handed to each host), `resume_version` (from a
+    restart's host file), and `protocol` and `subscription_version`, test overrides of what
+    `upgrade.from` implies."""
 
     application_id: str  # the group id
     coordinator_address: str
@@ -87,6 +88,9 @@ class MemberConfig:
     upgrade_from: str | None = None  # keeps the old metadata version and EAGER (2 bounces)
     protocol: RebalanceProtocol | None = None  # None: as upgrade.from says (COOPERATIVE when unset)
     subscription_version: int | None = None  # None: as upgrade.from says (the latest when unset)
+    # The version the process this host replaces spoke (a restart in place): the member starts there,
+    # never above what upgrade.from and its release allow, so a bounce needs no version-probing round.
+    resume_version: int | None = None
     num_stream_threads: int = NUM_STREAM_THREADS.default_value()  # the capacity the assignor balances by
 
     @classmethod
@@ -300,7 +304,7 @@ class Membership:
         # EAGER: what the member revoked before joining, still reported so the assignor stays sticky.
         self.revoked_before_join: frozenset[TaskId] = NO_TASKS
         self.protocol, version = config.effective()
-        self.used_version = min(version, latest_supported_version)
+        self.used_version = min(version, latest_supported_version, config.resume_version or version)
         # The protocol the coordinator ran the last round with: it may make a COOPERATIVE member
         # behave EAGER (upgrade.from on the driver, or the operator's toggle), never the reverse.
         self.round_protocol = self.protocol

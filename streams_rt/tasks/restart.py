@@ -18,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from streams_rt.config import ConfigError, ConfigErrors, resolve
+from streams_rt.config.registry import APPLICATION_SERVER, IQ_PORT
 from streams_rt.protocol import LATEST_SUPPORTED_VERSION
 from streams_rt.tasks.release_stand_in import PROTOCOL_KEY, VERSION_KEY
+
+RESUME_VERSION_KEY = "resume_version"  # the host file's: see MemberConfig.resume_version
 
 
 class RestartRefused(ValueError):
@@ -84,3 +87,15 @@ class RestartRequest:
         if self.latest_supported_version is not None:
             config[VERSION_KEY] = self.latest_supported_version
         return config
+
+
+def carry_over(new_config: Mapping[str, Any], used_version: int, query_endpoint: str | None) -> dict[str, Any]:
+    """The new host file with what lets the restarted host come back as it was, so that as a static
+    member (group.instance.id) it keeps its tasks without a round: the metadata version the group
+    spoke with it (`resume_version`), and the query port it was reached at (the endpoint every
+    member's assignment names), unless the request or the application fixes the port."""
+    config = {**new_config, RESUME_VERSION_KEY: used_version}
+    properties = dict(config["properties"])
+    if query_endpoint is not None and not ({IQ_PORT.name, APPLICATION_SERVER.name} & properties.keys()):
+        properties[IQ_PORT.name] = int(query_endpoint.rpartition(":")[2])
+    return {**config, "properties": properties}

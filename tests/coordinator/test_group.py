@@ -176,6 +176,55 @@ def test_static_member_rejoin_within_session_keeps_assignment_without_rebalance(
     assert e.value.error is GroupError.FENCED_INSTANCE_ID and not e.value.retriable
 
 
+def test_a_static_member_back_with_another_protocol_waits_for_a_round(
+    group: Group, assigner: RecordingAssigner
+) -> None:
+    """What its assignment depends on changed (here its protocol): the new process holds nothing and
+    gets its tasks from a round, with everyone; the old incarnation is fenced as before."""
+    a = join(group, 0, instance="host-a")
+    group.sync(member_id=a, instance_id="host-a", known_generation=-1, now_ms=0)
+    b = join(group, 0, instance="host-b")
+    join(group, 0, a, instance="host-a")
+    gen, rounds = group.generation, len(assigner.rounds)
+    b2 = group.join(member_id="", instance_id="host-b", protocol=RebalanceProtocol.EAGER, subscription=None,
+                    session_timeout_ms=SESSION, rebalance_timeout_ms=REBALANCE, now_ms=500)
+    assert group.state is GroupState.PREPARING_REBALANCE and len(assigner.rounds) == rounds
+    assert group.sync(member_id=b2, instance_id="host-b", known_generation=-1, now_ms=501) is None
+    with pytest.raises(GroupErrorException) as e:
+        group.heartbeat(member_id=b, instance_id="host-b", generation=gen, now_ms=502)
+    assert e.value.error is GroupError.FENCED_INSTANCE_ID
+    join(group, 503, a, instance="host-a")
+    assert group.generation == gen + 1 and assigner.rounds[-1] == (gen + 1, sorted([a, b2]))
+    got = group.sync(member_id=b2, instance_id="host-b", known_generation=-1, now_ms=504)
+    assert got is not None and got.generation == gen + 1
+
+
+def test_which_static_returns_need_a_round_is_the_groups_to_say(assigner: RecordingAssigner) -> None:
+    """The check sees the member it replaces, the returning one and the group; None keeps the old
+    assignment without a round."""
+    seen: list[tuple[str, str, list[str]]] = []
+
+    def check(old: Member, new: Member, members: Mapping[str, Member]) -> str | None:
+        seen.append((old.member_id, new.member_id, sorted(members)))
+        return None if new.subscription == old.subscription else "another subscription"
+
+    counter = iter(range(100))
+    group = Group("app", assigner, new_member_id=lambda inst: f"{inst}-{next(counter)}", static_rejoin_change=check)
+
+    def static_join(subscription: str, now: int) -> str:
+        return group.join(member_id="", instance_id="h", protocol=COOPERATIVE, subscription=subscription,
+                          session_timeout_ms=SESSION, rebalance_timeout_ms=REBALANCE, now_ms=now)
+
+    first = static_join("v1", 0)
+    group.sync(member_id=first, instance_id="h", known_generation=-1, now_ms=0)
+    second = static_join("v1", 10)
+    assert group.state is GroupState.STABLE and seen == [(first, second, [first])]
+    third = static_join("v2", 20)
+    assert group.state is GroupState.STABLE and group.generation == 2  # the single member's round ran at once
+    got = group.sync(member_id=third, instance_id="h", known_generation=-1, now_ms=21)
+    assert got is not None and got.generation == 2
+
+
 def test_scheduled_rebalance_starts_a_round(group: Group, assigner: RecordingAssigner) -> None:
     assigner.next_rebalance_at_ms = 500
     (a,) = stable_group_of(group, 1)

@@ -9,7 +9,7 @@ import pyarrow.flight as flight
 import pytest
 
 from streams_rt.coordinator.errors import SubscriptionRejected
-from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
+from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome, assignment_inputs_changed
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
@@ -35,6 +35,8 @@ COOPERATIVE = RebalanceProtocol.COOPERATIVE
 
 class EchoPlanner:
     """Accepts any user data except b'bad'; gives each member its own user data back."""
+
+    static_rejoin_change = staticmethod(assignment_inputs_changed)
 
     def decode_subscription(self, data: bytes) -> bytes:
         if data == b"bad":

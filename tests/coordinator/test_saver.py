@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -64,15 +65,15 @@ def test_a_blocked_store_stalls_only_the_new_generations_delivery(tmp_path: Path
     coordinator = Coordinator(CoordinatorConfig("app"), StreamsRoundPlanner(TASKS), store=store, settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     try:
-        live = [hosts.start("a", *HOST_ARGS), hosts.start("b", *HOST_ARGS),
-                hosts.start("s", "--instance-id", "s", *HOST_ARGS)]
+        static = ("--instance-id", "s", "--process-id", str(uuid.uuid4()), *HOST_ARGS)  # a restart keeps both
+        live = [hosts.start("a", *HOST_ARGS), hosts.start("b", *HOST_ARGS), hosts.start("s", *static)]
         before = settled(coordinator, live)
         generation = before["generation"]
 
         # A static member restarts: a membership-only save, and it blocks.
         store.open.clear()
         live[2].kill9()
-        live[2] = hosts.start("s2", "--instance-id", "s", *HOST_ARGS)
+        live[2] = hosts.start("s2", *static)
         wait_until(store.waiting.is_set, 30, "the membership save to block")
         since = monotonic_ms()
         # Heartbeats of a and b (and the new s's sync) are answered while the save hangs; s gets

@@ -268,3 +268,37 @@ def test_a_broker_outage_keeps_everyones_tasks_and_retries_soon(caplog: pytest.L
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and warnings[0].exc_info is None
     assert "end offsets are out of reach" in warnings[0].getMessage()
+
+
+def static_return(planner: StreamsRoundPlanner, before: SubscriptionInfo, after: SubscriptionInfo,
+                  others: tuple[SubscriptionInfo, ...] = (), protocol: RebalanceProtocol = EAGER) -> str | None:
+    old, new = member("old", before, EAGER), member("new", after, protocol)
+    members = {"old": old, **{f"o{i}": member(f"o{i}", s, EAGER) for i, s in enumerate(others)}}
+    return planner.static_rejoin_change(old, new, members)
+
+
+def test_a_static_member_back_as_it_was_needs_no_round() -> None:
+    """A bounce that keeps the process id, the version spoken and the endpoint costs no round, even on
+    a release that reads more (its latest supported version) while another member keeps the group's
+    common version where it was."""
+    planner, pid = StreamsRoundPlanner(T), uuid.uuid4()
+    was = SubscriptionInfo.for_version(10, pid, latest_supported_version=10, user_endpoint="h:1")
+    back = SubscriptionInfo.for_version(10, pid, latest_supported_version=11, user_endpoint="h:1")
+    assert static_return(planner, was, back, others=(sub(10, 10),)) is None
+
+
+@pytest.mark.parametrize(("version", "latest", "endpoint", "new_pid", "protocol", "why"), [
+    (11, 11, "h:1", False, EAGER, "its metadata version 10 -> 11"),
+    (10, 11, "h:1", False, EAGER, "the group's commonly supported version 10 -> 11"),  # the last to read 11
+    (10, 10, "h:2", False, EAGER, "its endpoint h:1 -> h:2"),
+    (10, 10, "h:1", True, EAGER, "another process id"),
+    (10, 10, "h:1", False, COOPERATIVE, "its rebalance protocol EAGER -> COOPERATIVE"),
+])
+def test_a_static_member_back_changed_needs_a_round(version: int, latest: int, endpoint: str, new_pid: bool,
+                                                    protocol: RebalanceProtocol, why: str) -> None:
+    planner, pid = StreamsRoundPlanner(T), uuid.uuid4()
+    was = SubscriptionInfo.for_version(10, pid, latest_supported_version=10, user_endpoint="h:1")
+    back = SubscriptionInfo.for_version(version, uuid.uuid4() if new_pid else pid, latest_supported_version=latest,
+                                        user_endpoint=endpoint)
+    found = static_return(planner, was, back, (sub(10, 11),), protocol)
+    assert found is not None and found.startswith(why), found

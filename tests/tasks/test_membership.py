@@ -339,7 +339,7 @@ def follow(held: frozenset[TaskId], actions: list[Action]) -> frozenset[TaskId]:
 
 
 # ---- configuration -----------------------------------------------------------------------------
-NOT_PROPERTIES = {"coordinator_address", "protocol", "subscription_version"}
+NOT_PROPERTIES = {"coordinator_address", "protocol", "subscription_version", "resume_version"}
 
 
 def test_from_config_reads_every_field_from_the_key_of_the_same_name() -> None:
@@ -353,7 +353,21 @@ def test_from_config_reads_every_field_from_the_key_of_the_same_name() -> None:
     assert {name.replace("_", ".") for name in properties} == set(props) - {"bootstrap.servers"}
     for name in properties:
         assert getattr(member, name) == config.get(name.replace("_", ".")) != getattr(defaults, name), name
-    assert (member.coordinator_address, member.protocol, member.subscription_version) == ("grpc://driver:1", None, None)
+    assert (member.coordinator_address, member.protocol, member.subscription_version, member.resume_version) == (
+        "grpc://driver:1", None, None, None)
+
+
+@pytest.mark.parametrize(("upgrade_from", "resume", "latest", "first"), [
+    (None, 10, 11, 10),  # restarted on a new release: it goes on speaking what the group spoke with it
+    (None, None, 11, 11),
+    (None, 11, 10, 10),  # restarted on an older release: never above what it can speak
+    ("1.1", 10, 11, 2),  # upgrade.from keeps the old metadata, whatever it spoke before
+])
+def test_a_restarted_member_resumes_at_the_version_it_spoke(upgrade_from: str | None, resume: int | None,
+                                                            latest: int, first: int) -> None:
+    codec = StreamsMemberCodec(uuid.uuid4())
+    config = MemberConfig("app", "grpc://driver:1", upgrade_from=upgrade_from, resume_version=resume)
+    assert Membership(config, codec.decode_assignment, latest, 0).used_version == first
 
 
 def test_a_member_configured_with_upgrade_from_starts_eager_at_the_old_version() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from streams_rt.protocol import LATEST_SUPPORTED_VERSION
-from streams_rt.tasks.restart import RestartRefused, RestartRequest
+from streams_rt.tasks.restart import RESUME_VERSION_KEY, RestartRefused, RestartRequest, carry_over
 
 CURRENT: dict[str, Any] = {
     "properties": {"application.id": "app", "bootstrap.servers": "127.0.0.1:9092", "upgrade.from": "2.3"},
@@ -56,3 +56,18 @@ def test_settings_that_would_not_start_a_host_are_refused_before_it_stops() -> N
         RestartRequest({"no.such.key": 1}).host_config(CURRENT)
     with pytest.raises(RestartRefused, match="not an executable file"):
         RestartRequest(python="/nonexistent/bin/python").host_config(CURRENT)
+
+
+def test_a_restart_carries_over_the_version_spoken_and_the_query_port() -> None:
+    """So that a static member comes back as it was: no round for a changed version or endpoint."""
+    current = {"properties": {"application.id": "app", "bootstrap.servers": "b:1"}, "coordinator": "c"}
+    carried = carry_over(current, 10, "127.0.0.1:41234")
+    assert carried[RESUME_VERSION_KEY] == 10 and carried["properties"]["iq.port"] == 41234
+    assert current["properties"] == {"application.id": "app", "bootstrap.servers": "b:1"}  # not changed in place
+
+
+@pytest.mark.parametrize("fixed", [{"iq.port": 9000}, {"application.server": "h:9000"}])
+def test_a_fixed_query_port_is_left_as_set(fixed: dict[str, object]) -> None:
+    current = {"properties": {"application.id": "app", **fixed}}
+    assert carry_over(current, 11, "127.0.0.1:41234")["properties"] == current["properties"]
+    assert carry_over({"properties": {}}, 11, None)["properties"] == {}  # no query server
