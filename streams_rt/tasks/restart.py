@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from streams_rt.config import ConfigError, ConfigErrors, resolve
-from streams_rt.config.registry import APPLICATION_SERVER, IQ_PORT
+from streams_rt.config.registry import APPLICATION_SERVER, GROUP_INSTANCE_ID, IQ_PORT
 from streams_rt.protocol import LATEST_SUPPORTED_VERSION
 from streams_rt.tasks.release_stand_in import PROTOCOL_KEY, VERSION_KEY
 
@@ -68,7 +68,12 @@ class RestartRequest:
 
     def host_config(self, current: Mapping[str, Any]) -> dict[str, Any]:
         """The new host file: the current one with these properties and version; raises
-        RestartRefused when the merged properties do not resolve or the interpreter is missing."""
+        RestartRefused when the merged properties do not resolve, would change the host's
+        group.instance.id (its identity comes from the application's, with its own name appended:
+        one set here could fence another host's), or the interpreter is missing."""
+        if GROUP_INSTANCE_ID.name in self.properties:
+            raise RestartRefused(f"a restart cannot change {GROUP_INSTANCE_ID.name}: set it in the application's "
+                                 "properties (each host appends its own name), it takes effect at the driver's restart")
         properties = dict(current["properties"])
         for key, value in self.properties.items():
             if value is None:

@@ -71,3 +71,11 @@ def test_a_fixed_query_port_is_left_as_set(fixed: dict[str, object]) -> None:
     current = {"properties": {"application.id": "app", **fixed}}
     assert carry_over(current, 11, "127.0.0.1:41234")["properties"] == current["properties"]
     assert carry_over({"properties": {}}, 11, None)["properties"] == {}  # no query server
+
+
+@pytest.mark.parametrize("value", ["app", None])
+def test_a_restart_cannot_change_the_hosts_instance_id(value: str | None) -> None:
+    """Set on one host without its name appended, it could fence another host; unset, the host would
+    leave static membership behind its operator's back."""
+    with pytest.raises(RestartRefused, match="cannot change group.instance.id"):
+        RestartRequest(properties={"group.instance.id": value}).host_config(CURRENT)
