@@ -257,11 +257,11 @@ COORDINATOR_HTTP_PORT = ConfigKey(
     origin=Origin.OURS, read_by=(COORDINATOR_CONFIG,),
 )
 GROUP_INITIAL_REBALANCE_DELAY_MS = ConfigKey(
-    "group.initial.rebalance.delay.ms", Duration(0, bits=32), 0, _C,
-    "wait this long for more members before the first round",
+    "group.initial.rebalance.delay.ms", Duration(0, bits=32), 3_000, _C,
+    "hold an empty group's first round until no new host joined for this long (at most a rebalance timeout):"
+    " hosts that start together share the first round",
     origin=Origin.BROKER, read_by=(COORDINATOR_CONFIG,),
-    differs_from_kafka="the broker's default is 3000; ours is 0, as restored members hold the first round open "
-    "until they rejoin",
+    differs_from_kafka="Kafka's broker takes a negative value as no delay; we refuse it",
 )
 SCHEDULED_REBALANCE_MAX_DELAY_MS = ConfigKey(
     "scheduled.rebalance.max.delay.ms", Duration(0, bits=32), 0, _C,

@@ -179,6 +179,7 @@ class Group:
         new_member_id: Callable[[str | None], str] | None = None,
         persistent: bool = False,
         hold_rounds_until_ms: int = 0,
+        initial_rebalance_delay_ms: int = 0,
         static_rejoin_change: StaticRejoinCheck = assignment_inputs_changed,
     ) -> None:
         """With `assigner`, each round is computed at once, on the calling thread (single-threaded
@@ -187,7 +188,11 @@ class Group:
         members are expected back and must rejoin (a round starts at `now_ms`). `persistent`: someone
         saves `unsaved()` and reports `saved()`; no member can fetch a generation before its record is
         saved, so a restart never forgets a generation a member holds. The group never waits for the save.
-        `hold_rounds_until_ms` delays the first round (group.initial.rebalance.delay.ms).
+        `hold_rounds_until_ms` delays the first round (a restarted coordinator's, for its members to
+        come back). `initial_rebalance_delay_ms` (group.initial.rebalance.delay.ms) holds the first
+        round of an empty group, as Kafka's broker does, until that long passed without another new
+        member (at most a rebalance timeout): hosts that start together then share the first round,
+        rather than the first taking every task and the others waiting for warm-ups.
         `static_rejoin_change` says when a static member's return within its session (KIP-345: no
         round) changed something its assignment depends on, so a round must run after all."""
         self.group_id = group_id
@@ -212,6 +217,8 @@ class Group:
         self._changes = 0  # counts record changes; the saver reports the count it saved
         self._saved_changes = 0
         self._hold_until_ms = hold_rounds_until_ms
+        self._initial_delay_ms = initial_rebalance_delay_ms
+        self._hold_cap_ms = hold_rounds_until_ms  # the initial delay never holds a round past this
         self._static_rejoin_change = static_rejoin_change
         for r in restored.members if restored is not None else ():
             self.members[r.member_id] = Member.restore(r, now_ms)
@@ -443,6 +450,7 @@ class Group:
                 self._maybe_complete_round(now_ms)
             return new_id
 
+        was_empty = self.state is GroupState.EMPTY
         self.members[new_id] = new
         if instance_id is not None:
             self._static[instance_id] = new_id
@@ -450,10 +458,24 @@ class Group:
                  protocol.name, capacity, f", group.instance.id {instance_id}" if instance_id else "",
                  len(self.members))
         self._prepare_rebalance(now_ms, f"new member {new_id} joined")
+        self._hold_for_more_members(now_ms, rebalance_timeout_ms, first=was_empty)
         self._rebalance_deadline_ms = max(self._rebalance_deadline_ms, now_ms + rebalance_timeout_ms)
         new.joined = True
         self._maybe_complete_round(now_ms)
         return new_id
+
+    def _hold_for_more_members(self, now_ms: int, rebalance_timeout_ms: int, first: bool) -> None:
+        """group.initial.rebalance.delay.ms: the first member of an empty group opens the hold; each
+        new member joining while it lasts extends it, up to one rebalance timeout from the first."""
+        if self._initial_delay_ms <= 0:
+            return
+        if first:
+            self._hold_cap_ms = now_ms + rebalance_timeout_ms
+            self._hold_until_ms = min(now_ms + self._initial_delay_ms, self._hold_cap_ms)
+            log.info("group %s: first round held %d ms for more members (group.initial.rebalance.delay.ms)",
+                     self.group_id, self._initial_delay_ms)
+        elif now_ms < self._hold_until_ms:
+            self._hold_until_ms = max(self._hold_until_ms, min(now_ms + self._initial_delay_ms, self._hold_cap_ms))
 
     def sync(self, *, member_id: str, instance_id: str | None, known_generation: int,
              now_ms: int) -> MemberAssignment | None:

@@ -57,8 +57,8 @@ class CoordinatorConfig:
     bind_host: str = COORDINATOR_HOST.default_value()  # coordinator.host
     port: int = COORDINATOR_PORT.default_value()  # coordinator.port; 0 picks a free port
     tick_interval_ms: int = 50
-    # group.initial.rebalance.delay.ms, applied to the first round after a restart (see Group). The
-    # restored members already hold the round open until they rejoin, so 0 is safe.
+    # group.initial.rebalance.delay.ms: holds an empty group's first round for more members, and the
+    # first round after a restart (see Group).
     initial_rebalance_delay_ms: int = GROUP_INITIAL_REBALANCE_DELAY_MS.default_value()
     # The read-only HTTP endpoint: /metrics, /api/status and the status page.
     http_enabled: bool = COORDINATOR_HTTP_ENABLED.default_value()
@@ -142,6 +142,7 @@ class Coordinator:
             observer=self.metrics,
             persistent=store is not None,
             hold_rounds_until_ms=now + config.initial_rebalance_delay_ms if snapshot is not None else 0,
+            initial_rebalance_delay_ms=config.initial_rebalance_delay_ms,
             static_rejoin_change=planner.static_rejoin_change,
         )
         self._server = CoordinatorServer(

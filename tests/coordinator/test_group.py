@@ -332,6 +332,42 @@ def test_initial_rebalance_delay_holds_the_first_round(assigner: RecordingAssign
     assert g.state is GroupState.STABLE and g.generation == 1
 
 
+def waiting(g: Group, members: list[str], now: int) -> None:
+    """Joined members long-poll for their assignment (sync), which keeps their sessions."""
+    for mid in members:
+        assert g.sync(member_id=mid, instance_id=None, known_generation=-1, now_ms=now) is None
+    g.tick(now)
+
+
+def test_an_empty_groups_first_round_waits_for_more_members(assigner: RecordingAssigner) -> None:
+    """group.initial.rebalance.delay.ms, as Kafka's broker applies it: hosts that start together share
+    the first round; each newcomer extends the hold, at most a rebalance timeout from the first."""
+    g = Group("app", assigner, initial_rebalance_delay_ms=600)
+    a = join(g, 0)
+    waiting(g, [a], 599)
+    b = join(g, 599)  # within the hold: it extends to 1199
+    waiting(g, [a, b], 1198)
+    assert g.state is GroupState.PREPARING_REBALANCE and not assigner.rounds
+    g.tick(1199)
+    assert g.state is GroupState.STABLE and assigner.rounds == [(1, sorted([a, b]))]
+    c = join(g, 1500)  # a group with members rebalances as ever: once everyone rejoined
+    join(g, 1500, a)
+    join(g, 1500, b)
+    assert g.state is GroupState.STABLE and assigner.rounds[1:] == [(2, sorted([a, b, c]))]
+
+
+def test_newcomers_hold_the_first_round_at_most_a_rebalance_timeout(assigner: RecordingAssigner) -> None:
+    g = Group("app", assigner, initial_rebalance_delay_ms=600)
+    members: list[str] = []
+    for now in range(0, 2 * REBALANCE, 400):  # a newcomer every 400 ms, for longer than the rebalance timeout
+        waiting(g, members, now)
+        if g.state is GroupState.STABLE:
+            break
+        members.append(join(g, now))
+    assert now == 3200 and assigner.rounds == [(1, sorted(members))]  # the first tick past 3000, the cap
+    assert len(members) == 8  # those that joined at 0, 400, ... 2800
+
+
 def test_rejoin_with_a_stale_generation_is_refused(group: Group) -> None:
     a, _ = stable_group_of(group, 2)
     gen = group.generation

@@ -21,15 +21,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
 from streams_rt.kafka.dev_broker import BrokerInfo
+from streams_rt.kafka.offsets import end_offsets
 from streams_rt.processes import still_running
+from streams_rt.protocol import TaskId
+from streams_rt.runtime.topics import task_changelogs
 from streams_rt.tasks import ownership_log
 from tests.cli.test_drain import actives_by_generation
 from tests.faults import invariants
 from tests.faults.driver import smoke_workload
-from tests.faults.harness import SummaryRow
+from tests.faults.harness import ACCEPTABLE_RECOVERY_LAG, SummaryRow
 from tests.faults.spark_run import HOSTS_GLOB, SparkFaultRun
 
 pytestmark = [pytest.mark.local_cluster, pytest.mark.broker]
@@ -150,15 +154,23 @@ def test_a_decommissioned_executor_has_its_host_drained(spark_runs: SparkRuns, s
     text = host_log.read_text(errors="replace")
     assert "drained: every task of this host runs elsewhere now; stopping" in text, text[-3000:]
     assert seen_draining, "the status never showed the host draining"
-    # Each active went to a host that was caught up on it: its standby (num.standby.replicas=1), or a warm-up first.
+    # Each active went to a host that was caught up on it (KIP-441, the drain's rule): its standby
+    # (num.standby.replicas=1), or a warm-up first, or any host while the task's changelog was still
+    # within acceptable.recovery.lag (its end now bounds every host's lag at the drain).
     moves = [m for e in coordinator.status()["rebalances"] if e["generation"] > settled["generation"]
              for m in e["moves"]]
     taken = {m["task"]: m["to"] for m in moves if m["kind"] == "active" and m["to"] is not None}
     warmed = {(m["task"], m["to"]) for m in moves if m["kind"] == "warmup" and m["to"] is not None}
     names = {h["member"]: h["name"] for h in settled["hosts"]}  # moves name hosts as `status` does
     standbys = {t["task"]: {names[m] for m in t["standby"]} for t in settled["tasks"]}
+    app = run.runtime.app
+    changelogs = task_changelogs(app.topology, app.layout)
+    admin = AdminClient({"bootstrap.servers": run.bootstrap})
     for task in leaving["active"]:
-        assert task in taken and (taken[task] in standbys[task] or (task, taken[task]) in warmed), (task, moves)
+        assert task in taken, (task, moves)
+        changelog_end = sum(end_offsets(admin, changelogs[TaskId.parse(task)]).values())
+        assert (taken[task] in standbys[task] or (task, taken[task]) in warmed
+                or changelog_end <= ACCEPTABLE_RECOVERY_LAG), (task, taken[task], standbys[task], changelog_end, moves)
     run.wait_until(lambda: len(run.live_hosts()) == 3, 180, "a host on the executor Spark starts in its place")
     run.settle(hosts=3)
     events = ownership_log.read(run.ownership_logs[-1])
