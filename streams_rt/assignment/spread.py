@@ -164,7 +164,7 @@ class SubtopologyShares:
                     [f - low for f, low in zip(frac_of, lo, strict=True)],
                     claims,
                     False,
-                    self._rank,
+                    [n - 1 - r for r in self._rank],  # the floors go to the last ranked first
                 )
                 lost = {g: claims[g] & floored[g] for g in claims}
             if not any(lost.values()):
