@@ -1,15 +1,16 @@
 """How many tasks (actives and standbys) each client should end up with, where capacities differ.
 
-The standby passes balance all tasks per capacity unit by Kafka's pairwise criterion: no standby could
-move to a client whose load per capacity unit, with it, stays below the giver's. Many counts pass it,
-and they differ in how evenly the standbys alone are spread (Kafka's assignor happens upon one or
-another). Counts pass exactly when, M being their highest load per capacity unit, every client c runs
-between M x capacity(c) - 1 and M x capacity(c) tasks: so for each candidate M a client has one or
-two possible counts. For each M and each lowest standby load m, every client takes its smallest count
-with standbys at m or above, and the counts still missing go where they raise the highest standbys per
-capacity unit least, of those to the least loaded clients. The counts with the most even standbys win, then
-those with the most even loads. Each client also stays within the ceil of its share of all tasks and
-holds at most one replica of each task it does not run."""
+The standby passes balance all tasks per capacity unit by Kafka's criterion (shouldMoveATask in its
+balanceTasksOverThreads): a standby moves when the taker's load per capacity unit, with it, stays at
+or below the giver's without it. Many counts leave no such move, and they differ in how evenly the
+standbys alone are spread (Kafka's assignor happens upon one or another). Counts leave none exactly
+when, A being their highest (count - 1) / capacity, every client c runs more than A x capacity(c) - 1
+and at most A x capacity(c) + 1 tasks: so for each candidate A a client has one or two possible
+counts. For each A and each lowest standby load m, every client takes its smallest count with
+standbys at m or above, and the counts still missing go where they raise the highest standbys per
+capacity unit least, of those to the least loaded clients. The counts with the most even standbys
+win, then those with the most even loads. Each client also stays within the ceil of its share of all
+tasks and holds at most one replica of each task it does not run."""
 
 from __future__ import annotations
 
@@ -30,16 +31,17 @@ def even_standby_shares(
     client c can hold at most."""
     n, total_cap = len(capacities), sum(capacities)
     everything = n_standbys + sum(active_load)
-    # M is at least the mean and any client's actives alone, and at most (all + n) / total capacity, or
-    # the lowest counts (M x capacity - 1 each) would add up to more than there is.
-    low = max(Fraction(everything, total_cap), *map(Fraction, active_load, capacities))
+    # A: the highest (count - 1) / capacity; every client's count then lies in (A x capacity - 1,
+    # A x capacity + 1]. A is at least any client's (actives - 1) / capacity, and the counts' bounds
+    # must add up to all tasks.
+    low = max(Fraction(everything - 2 * n, total_cap), *map(Fraction, (a - 1 for a in active_load), capacities))
     high = Fraction(everything + n, total_cap)
     levels = {Fraction(q, k) for k in set(capacities) for q in range(math.ceil(low * k), math.floor(high * k) + 1)}
     best: tuple[Fraction, Fraction, list[int]] | None = None
     for top in sorted(levels):
-        lo = [max(math.ceil(top * cap) - 1 - a, 0) for a, cap in zip(active_load, capacities, strict=True)]
+        lo = [max(math.floor(top * cap) - a, 0) for a, cap in zip(active_load, capacities, strict=True)]
         hi = [
-            min(math.floor(top * cap), ceil, a + k) - a
+            min(math.floor(top * cap) + 1, ceil, a + k) - a
             for a, cap, ceil, k in zip(active_load, capacities, ceil_share, most, strict=True)
         ]
         if any(map(int.__gt__, lo, hi)) or not sum(lo) <= n_standbys <= sum(hi):
