@@ -20,7 +20,8 @@ not honour is dropped and the dealing repeated, until every remaining claim is h
 targets of an unchanged group honour every claim and it keeps its assignment (a fixpoint), and a
 client giving up tasks under cooperative rebalancing, whose next round sees only the honoured claims,
 gets the same targets again. When fewer clients lack an extra than have one, who gets the floor is
-dealt instead (the same problem, fewer entries). With one subtopology in the pool the target is the
+dealt instead (the same problem, fewer entries; the floors to the last ranked first, so the rank
+prefers the same clients either way). With one subtopology in the pool the target is the
 quota, so nothing is tracked."""
 
 from __future__ import annotations
@@ -164,7 +165,7 @@ class SubtopologyShares:
                     [f - low for f, low in zip(frac_of, lo, strict=True)],
                     claims,
                     False,
-                    self._rank,
+                    [n - 1 - r for r in self._rank],  # the floors go to the last ranked first
                 )
                 lost = {g: claims[g] & floored[g] for g in claims}
             if not any(lost.values()):

@@ -6,8 +6,10 @@
    while under their share; then the least loaded client. Load and share count all tasks (actives and
    standbys) per capacity unit. Passes then move standbys from clients above the ceil of their share
    to clients below it, from clients above their (rounded) share to clients below it, and to any
-   client that stays below the giver's load per capacity unit with it (Kafka's criterion, for zones
-   the tag rule keeps from their share), preferring takers that hold the task's state.
+   client that, with it, stays at or below the giver's load per capacity unit without it (Kafka's
+   criterion in balanceTasksOverThreads, for zones the tag rule keeps from their share), preferring
+   takers that hold the task's state; where the loads leave a choice, the standbys alone are evened
+   out too (with capacities that differ the shares themselves are chosen for that: standby_shares.py).
 2. Keep a caught-up replica (KIP-441 for standbys, as Kafka's standby task movements): when the plan
    leaves a task without a caught-up replica while a caught-up client could hold one, that client
    keeps one for now and the planned client becomes a pending standby move, which gets a warm-up from
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 
 from .least_loaded import LeastLoaded
 from .round_inputs import RoundInputs
+from .standby_shares import even_standby_shares
 from .thread_balance import balanced_counts
 from .warmups import PendingMove
 
@@ -101,7 +104,10 @@ def place_standbys(
         for t in tasks:
             standby_of[t] = set(others[active[t]])
         return StandbyPlan(standby_of, [])
-    placement = _Placement(inputs, per_task, standby_of, active, active_load, len(tasks))
+    stateful_active = [0] * n
+    for t in tasks:
+        stateful_active[active[t]] += 1
+    placement = _Placement(inputs, per_task, standby_of, active, active_load, stateful_active, len(tasks))
     if tag_keys:
         for t in tasks:
             placement.place_tagged(t, pending_target.get(t))
@@ -121,6 +127,7 @@ class _Placement:
         standby_of: list[set[int]],
         active: Sequence[int],
         active_load: Sequence[int],
+        stateful_active: Sequence[int],
         n_tasks: int,
     ) -> None:
         self.inputs, self.lags, self.capacities = inputs, inputs.lags, inputs.capacities
@@ -129,18 +136,26 @@ class _Placement:
         # the leftover ceils go to the clients with the most actives per capacity unit, so that the
         # standbys spread as evenly as the actives allow. The cap for preferring a client with state,
         # and what the balancing passes restore; the least loaded pick balances the same quantity.
-        # With capacities that differ, the ceils go where the shares come out most even per thread
-        # (thread_balance.py): a one-thread client left at its floor of 0 idles while the others run
-        # a task per thread, where a three-thread client at its floor would run 2 on 3 threads.
+        # With capacities that differ, the shares are the counts that pass Kafka's criterion with the
+        # standbys alone most even per thread (standby_shares.py), else the ceils go where the shares
+        # come out most even per thread (thread_balance.py): a one-thread client left at its floor of 0
+        # idles while the others run a task per thread, where a three-thread one at its floor runs 2 on 3.
         total_cap, capacities = sum(self.capacities), self.capacities
         everything = per_task * n_tasks + sum(active_load)
         self.ceil_share = [-(-everything * cap // total_cap) for cap in capacities]
         floors = [everything * cap // total_cap for cap in capacities]
-        self.share = balanced_counts(
-            everything, capacities, [0] * len(capacities), floors, self.ceil_share,
-            lambda c, _count: (-active_load[c] / capacities[c], c),
+
+        def order(c: int, _count: int) -> tuple[float, int]:
+            return (-active_load[c] / capacities[c], c)
+
+        shares = None
+        if len(set(capacities)) > 1:
+            most = [n_tasks - k for k in stateful_active]
+            shares = even_standby_shares(per_task * n_tasks, active_load, capacities, self.ceil_share, most)
+        self.share = shares or balanced_counts(
+            everything, capacities, [0] * len(capacities), floors, self.ceil_share, order
         )
-        self.load = list(active_load)
+        self.load, self.active_load = list(active_load), active_load
         self.least_loaded = LeastLoaded(range(inputs.n_clients), self.load, self.capacities)
         tag_keys = inputs.configs.rack_aware_assignment_tags
         self.spread = _TagSpread([s.tags for s in inputs.clients], tag_keys) if tag_keys else None
@@ -312,16 +327,25 @@ class _Placement:
         from clients above their share to allowed clients below it, until no such move is left; a
         taker holding the task's state (most caught up first) before the least loaded. Run to
         completion, so an assignment fed back unchanged has nothing to move: a fixpoint."""
-        # Alternate: a pass can open room another could not find. No move puts its taker above the
-        # giver's load per capacity unit, so none raises the sum over all placed tasks of their slot's
-        # level (a client's j-th task: j / capacity), and each lowers it, or the excess over the ceils,
-        # or the distance to the shares: this ends.
+        # Alternate: a pass can open room another could not find. With equal capacities no move puts
+        # its taker above the giver's load, so none raises the sum over all placed tasks of their
+        # slot's level (a client's j-th task: j), and each lowers it, or the excess over the ceils, or
+        # the distance to the shares, or (raising neither) the same sum over the standbys alone: this
+        # ends. With capacities that differ a move toward the shares may lift its taker above the
+        # giver's level by less than a task (the shares pass Kafka's criterion, not that stricter
+        # one), so that argument does not hold; the passes are bounded there (never reached in the
+        # tests and benchmarks: every pass moves something, and a pass at the bound is a fixpoint
+        # only if it moved nothing).
+        passes = 0 if len(set(self.capacities)) == 1 else 4 * (len(self.load) + sum(map(len, self.standby_of)))
         while (
             self._move_down(self.ceil_share, self.ceil_share)
             | self._move_down(self.share, self.share)
             | self._even_out()
+            | self._even_standbys()
         ):
-            pass
+            passes -= 1
+            if passes == 0:
+                break
 
     def _move_down(self, give_above: Sequence[int], take_below: Sequence[int]) -> bool:
         """Moves standbys from clients with load above `give_above` (most loaded first) to clients with
@@ -355,9 +379,9 @@ class _Placement:
                     level = load[c] / capacities[c]
 
                     def fits(d: int) -> bool:
-                        # Never above the giver's level: with capacities that differ, the shares could
-                        # otherwise pull against Kafka's criterion (_even_out) forever.
-                        return (load[d] + 1) / capacities[d] <= level and (tagged is None or tagged(d))  # noqa: B023
+                        # Never to a taker as loaded as the giver: with capacities that differ, the
+                        # shares could otherwise pull against Kafka's criterion (_even_out) forever.
+                        return load[d] / capacities[d] < level and (tagged is None or tagged(d))  # noqa: B023
 
                     d = None
                     if t not in no_spare:
@@ -391,11 +415,12 @@ class _Placement:
 
     def _even_out(self) -> bool:
         """Where the shares cannot be reached (the tag rule confines replicas to some zones), Kafka's own
-        criterion: a standby moves to a client whose load per capacity unit, with it, stays below the
-        giver's, a client holding the task's state before the least loaded. Returns whether anything
+        criterion (balanceTasksOverThreads' shouldMoveATask): a standby moves to a client whose load per
+        capacity unit, with it, stays at or below the giver's without it, a client holding the task's
+        state before the least loaded. Returns whether anything
         moved."""
         load, capacities, n = self.load, self.capacities, len(self.load)
-        if min((load[c] + 1) / capacities[c] for c in range(n)) >= max(load[c] / capacities[c] for c in range(n)):
+        if min((load[c] + 1) / capacities[c] for c in range(n)) > max((load[c] - 1) / capacities[c] for c in range(n)):
             return False  # no pair of clients has a move that evens them out
         held: list[list[int]] = [[] for _ in range(n)]
         for t, holders in enumerate(self.standby_of):
@@ -405,11 +430,11 @@ class _Placement:
         for c in sorted(range(n), key=lambda c: (-load[c] / capacities[c], c)):
             takers = LeastLoaded(range(n), load, capacities)  # afresh: the last giver's load went down
             for t in list(held[c]):
-                level = load[c] / capacities[c]
+                level = (load[c] - 1) / capacities[c]
                 fits = self._fits_instead(t, c)
 
                 def evens(d: int) -> bool:
-                    return (load[d] + 1) / capacities[d] < level and fits(d)  # noqa: B023
+                    return (load[d] + 1) / capacities[d] <= level and fits(d)  # noqa: B023
 
                 excluded = self.standby_of[t] | {self.active[t]}
                 d = next((h for h in self.lags.holders(t) if h not in excluded and evens(h)), None)
@@ -421,6 +446,49 @@ class _Placement:
                 self._move(t, c, d)
                 held[c].remove(t)
                 held[d].append(t)
+                any_moved = True
+        return any_moved
+
+    def _even_standbys(self) -> bool:
+        """Where the loads leave a choice (the shares cannot all be reached), the standbys alone as even
+        per capacity unit as they can be: a standby moves to a client that then holds fewer per capacity
+        unit than its giver did, where the taker, with it, stays within its ceil and not above the
+        giver's load per capacity unit, and the loads come no further from the shares. Returns whether
+        anything moved."""
+        load, capacities, share, ceil = self.load, self.capacities, self.share, self.ceil_share
+        n = len(load)
+        if load == share:
+            return False  # every move would take a giver below its share and a taker above its own
+        standbys = [load[c] - self.active_load[c] for c in range(n)]
+        by_level = sorted(range(n), key=lambda c: (standbys[c] / capacities[c], c))
+
+        def fits_level(g: int, d: int) -> bool:
+            return (
+                (standbys[d] + 1) * capacities[g] < standbys[g] * capacities[d]
+                and (load[d] + 1) * capacities[g] <= load[g] * capacities[d]
+                and load[d] < ceil[d]
+                and (load[d] < share[d] or load[g] > share[g])
+            )
+
+        held: list[list[int]] = [[] for _ in range(n)]
+        for t, holders in enumerate(self.standby_of):
+            for c in holders:
+                held[c].append(t)
+        any_moved = False
+        for g in reversed(by_level):
+            for t in list(held[g]):
+                takers = [d for d in by_level if fits_level(g, d)]
+                if not takers:
+                    break
+                fits = self._fits_instead(t, g)
+                d = next((d for d in takers if fits(d)), None)
+                if d is None:
+                    continue
+                self._move(t, g, d)
+                held[g].remove(t)
+                held[d].append(t)
+                standbys[g] -= 1
+                standbys[d] += 1
                 any_moved = True
         return any_moved
 

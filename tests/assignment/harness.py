@@ -302,12 +302,13 @@ def check_standby_balance(
 ) -> None:
     """No standby could move from a client above the ceil of its share of all tasks (actives and
     standbys, by capacity) to one below it, nor from a client above its rounded share to one below it,
-    nor to a client whose load per capacity unit, with it, would stay below the giver's (Kafka's
-    criterion), where the taker runs nothing of the task and the tag rule allows it (the first two
-    only to a taker that would not rise above the giver's load per capacity unit). The rounded
-    shares, with equal capacities: floors, and the leftover ceils to the clients with the most actives
-    per capacity unit, then by process id (with capacities that differ the ceils go where the shares are
-    most even per thread, thread_balance.py, so only the ceils and Kafka's criterion are checked)."""
+    nor to a client whose load per capacity unit, with it, would stay at or below the giver's without
+    it (Kafka's criterion, shouldMoveATask in balanceTasksOverThreads; with equal capacities the same as
+    "below the giver's with it"), where the taker runs nothing of the task and the tag rule allows it
+    (the first two only to a taker that would not rise above the giver's load per capacity unit). The
+    rounded shares, with equal capacities: floors, and the leftover ceils to the clients with the most
+    actives per capacity unit, then by process id (with capacities that differ the shares are chosen
+    for the standbys' spread, standby_shares.py, so only the ceils and Kafka's criterion are checked)."""
     cap = {s.process_id: s.capacity for s in subs}
     total_cap = sum(cap.values())
     replicas = {pid: a.standby - a.warmup for pid, a in result.clients.items()}
@@ -331,7 +332,7 @@ def check_standby_balance(
             for t in load
             if load[t] < limit[t] and (load[t] + 1) / cap[t] <= load[g] / cap[g]
         ),
-        *((g, t) for g in load for t in load if (load[t] + 1) / cap[t] < load[g] / cap[g]),
+        *((g, t) for g in load for t in load if g != t and (load[t] + 1) / cap[t] <= (load[g] - 1) / cap[g]),
     ]
     for giver, taker in pairs:
         for t in replicas[giver]:

@@ -1,0 +1,87 @@
+"""How many tasks (actives and standbys) each client should end up with, where capacities differ.
+
+The standby passes balance all tasks per capacity unit by Kafka's criterion (shouldMoveATask in its
+balanceTasksOverThreads): a standby moves when the taker's load per capacity unit, with it, stays at
+or below the giver's without it. Many counts leave no such move, and they differ in how evenly the
+standbys alone are spread (Kafka's assignor happens upon one or another). Counts leave none exactly
+when, A being their highest (count - 1) / capacity, every client c runs more than A x capacity(c) - 1
+and at most A x capacity(c) + 1 tasks: so for each candidate A a client has one or two possible
+counts. For each A and each lowest standby load m, every client takes its smallest count with
+standbys at m or above, and the counts still missing go where they raise the highest standbys per
+capacity unit least, of those to the least loaded clients. The counts with the most even standbys
+win, then those with the most even loads. Each client also stays within the ceil of its share of all
+tasks and holds at most one replica of each task it does not run."""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+
+
+def even_standby_shares(
+    n_standbys: int,
+    active_load: Sequence[int],
+    capacities: Sequence[int],
+    ceil_share: Sequence[int],
+    most: Sequence[int],
+) -> list[int] | None:
+    """Each client's count of all tasks, None when no counts pass the criterion. most[c]: the standbys
+    client c can hold at most."""
+    n, total_cap = len(capacities), sum(capacities)
+    everything = n_standbys + sum(active_load)
+    # A: the highest (count - 1) / capacity; every client's count then lies in (A x capacity - 1,
+    # A x capacity + 1]. A is at least any client's (actives - 1) / capacity, and the counts' bounds
+    # must add up to all tasks.
+    low = max(Fraction(everything - 2 * n, total_cap), *map(Fraction, (a - 1 for a in active_load), capacities))
+    high = Fraction(everything + n, total_cap)
+    levels = {Fraction(q, k) for k in set(capacities) for q in range(math.ceil(low * k), math.floor(high * k) + 1)}
+    best: tuple[Fraction, Fraction, list[int]] | None = None
+    for top in sorted(levels):
+        lo = [max(math.floor(top * cap) - a, 0) for a, cap in zip(active_load, capacities, strict=True)]
+        hi = [
+            min(math.floor(top * cap) + 1, ceil, a + k) - a
+            for a, cap, ceil, k in zip(active_load, capacities, ceil_share, most, strict=True)
+        ]
+        if any(map(int.__gt__, lo, hi)) or not sum(lo) <= n_standbys <= sum(hi):
+            continue
+        floors = {Fraction(s, cap) for c, cap in enumerate(capacities) for s in range(lo[c], hi[c] + 1)}
+        for m in sorted(floors):
+            counts = _counts_from(m, n_standbys, lo, hi, active_load, capacities)
+            if counts is None:
+                continue
+            score = (_spread(counts, capacities), _spread(list(map(int.__add__, active_load, counts)), capacities))
+            if best is None or score < best[:2]:
+                best = (*score, counts)
+    return None if best is None else [a + s for a, s in zip(active_load, best[2], strict=True)]
+
+
+def _counts_from(
+    m: Fraction, n_standbys: int, lo: Sequence[int], hi: Sequence[int], active_load: Sequence[int],
+    capacities: Sequence[int],
+) -> list[int] | None:
+    """Standby counts within [lo, hi], each at m per capacity unit or above, adding up to n_standbys, with
+    the highest standbys per capacity unit as low as it can be (None: there are none)."""
+    counts = [max(lo[c], math.ceil(m * cap)) for c, cap in enumerate(capacities)]
+    if any(map(int.__gt__, counts, hi)) or sum(counts) > n_standbys:
+        return None
+    raise_by = n_standbys - sum(counts)
+    ups = [
+        (Fraction(counts[c] + 1, cap), Fraction(active_load[c] + counts[c], cap), c)
+        for c, cap in enumerate(capacities)
+        if counts[c] < hi[c]
+    ]
+    if len(ups) < raise_by:
+        return None
+    if raise_by:
+        # The highest standby load the raises need; of the raises up to it, those to the least loaded.
+        need = heapq.nsmallest(raise_by, ups)[-1][0]
+        for _, _, c in heapq.nsmallest(raise_by, ((load, level, c) for level, load, c in ups if level <= need)):
+            counts[c] += 1
+    return counts
+
+
+def _spread(counts: Sequence[int], capacities: Sequence[int]) -> Fraction:
+    loads = [Fraction(q, cap) for q, cap in zip(counts, capacities, strict=True)]
+    return max(loads) - min(loads)
