@@ -12,7 +12,8 @@ from tests.coordinator.harness import TASKS, TEST_SETTINGS, HostFactory
 
 @pytest.fixture
 def coordinator() -> Iterator[Coordinator]:
-    c = Coordinator(CoordinatorConfig("app"), StreamsRoundPlanner(TASKS), settings=TEST_SETTINGS)
+    c = Coordinator(CoordinatorConfig("app", initial_rebalance_delay_ms=0),
+                    StreamsRoundPlanner(TASKS), settings=TEST_SETTINGS)
     yield c
     c.close()
 

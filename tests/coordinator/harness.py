@@ -232,7 +232,8 @@ def restart(old: Coordinator, planner: RoundPlanner, store: StateStore) -> Coord
     with the same secret: the hosts of this application run keep theirs."""
     port = int(old.address.rsplit(":", 1)[1])
     old.close()
-    return Coordinator(CoordinatorConfig(old.config.application_id, port=port), planner, store=store,
+    return Coordinator(CoordinatorConfig(old.config.application_id, port=port, initial_rebalance_delay_ms=0),
+                       planner, store=store,
                        settings=TEST_SETTINGS, secret=old.secret)
 
 

@@ -67,7 +67,7 @@ class ErrorPlanner(StreamsRoundPlanner):
 @pytest.mark.parametrize("code", [AssignorError.INCOMPLETE_SOURCE_TOPIC_METADATA, AssignorError.ASSIGNMENT_ERROR])
 def test_an_assignor_error_stops_the_host_with_a_typed_failure(tmp_path: Path, code: AssignorError) -> None:
     planner = ErrorPlanner(TASKS)
-    coordinator = Coordinator(CoordinatorConfig("app"), planner, settings=TEST_SETTINGS)
+    coordinator = Coordinator(CoordinatorConfig("app", initial_rebalance_delay_ms=0), planner, settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     try:
         live = [hosts.start(n) for n in ("a", "b")]

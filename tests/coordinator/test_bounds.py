@@ -116,7 +116,8 @@ class FailsOnceFor:
 
 def test_an_assignment_that_cannot_be_written_fails_only_its_member(tmp_path: Path) -> None:
     codec = FailsOnceFor(TaskId(1, 5))
-    coordinator = Coordinator(CoordinatorConfig("app"), StreamsRoundPlanner(TASKS, codec=codec), settings=TEST_SETTINGS)
+    coordinator = Coordinator(CoordinatorConfig("app", initial_rebalance_delay_ms=0),
+                              StreamsRoundPlanner(TASKS, codec=codec), settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     try:
         live = [hosts.start(n) for n in ("a", "b", "c")]
@@ -151,7 +152,8 @@ def test_an_unexpected_failure_is_a_typed_error_without_a_traceback(tmp_path: Pa
         def decode_subscription(self, data: bytes) -> DecodedSubscription:
             raise KeyError("a bug")
 
-    coordinator = Coordinator(CoordinatorConfig("app"), BrokenDecoder(TASKS), settings=TEST_SETTINGS)
+    coordinator = Coordinator(CoordinatorConfig("app", initial_rebalance_delay_ms=0),
+                              BrokenDecoder(TASKS), settings=TEST_SETTINGS)
     client = GroupClient(coordinator.address, secret=coordinator.secret)
     try:
         resp = client.call(JoinRequest("app", "", "COOPERATIVE", GOOD_SUB, 10_000, 10_000), JoinResponse)

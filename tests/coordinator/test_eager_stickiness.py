@@ -23,7 +23,8 @@ HOST_ARGS = ("--upgrade-from", "2.3", "--session-ms", "4000", "--max-poll-ms", "
 def test_an_eager_group_stays_sticky_when_a_host_joins(tmp_path: Path) -> None:
     """Three EAGER hosts hold 4 tasks each; a fourth joins. Balanced stickiness keeps 3 of each
     host's 4 tasks where they were (9 of 12); the newcomer gets one from each."""
-    coordinator = Coordinator(CoordinatorConfig("app"), StreamsRoundPlanner(TASKS, policy=ProtocolPolicy("2.3")),
+    coordinator = Coordinator(CoordinatorConfig("app", initial_rebalance_delay_ms=0),
+                              StreamsRoundPlanner(TASKS, policy=ProtocolPolicy("2.3")),
                               settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     try:

@@ -148,7 +148,7 @@ def scenarios(draw: st.DrawFn) -> tuple[list[uuid.UUID], list[bytes], list[int]]
 
 def coordinators() -> Iterator[tuple[Coordinator, GatedPlanner]]:
     planner = GatedPlanner()
-    c = Coordinator(CoordinatorConfig("app"), planner, settings=TEST_SETTINGS)
+    c = Coordinator(CoordinatorConfig("app", initial_rebalance_delay_ms=0), planner, settings=TEST_SETTINGS)
     try:
         yield c, planner
     finally:

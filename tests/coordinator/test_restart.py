@@ -37,7 +37,8 @@ def test_coordinator_restart_keeps_members_and_their_tasks(tmp_path: Path,
     `lost`), the generation goes on increasing, and a host killed while the driver was down is
     dropped after its session timeout, its tasks moving to the others. No task ever has two holders."""
     app, store = app_and_store
-    first = Coordinator(CoordinatorConfig(app), StreamsRoundPlanner(TASKS), store=store, settings=TEST_SETTINGS)
+    first = Coordinator(CoordinatorConfig(app, initial_rebalance_delay_ms=0),
+                        StreamsRoundPlanner(TASKS), store=store, settings=TEST_SETTINGS)
     hosts = HostFactory(first, tmp_path)
     second = None
     try:

@@ -34,7 +34,7 @@ def planner() -> GatedPlanner:
 
 @pytest.fixture
 def coordinator(planner: GatedPlanner) -> Iterator[Coordinator]:
-    c = Coordinator(CoordinatorConfig("app"), planner, settings=TEST_SETTINGS)
+    c = Coordinator(CoordinatorConfig("app", initial_rebalance_delay_ms=0), planner, settings=TEST_SETTINGS)
     yield c
     planner.gate.set()
     c.close()

@@ -62,7 +62,8 @@ def all_seen_after(coordinator: Coordinator, since_ms: int, members: int) -> boo
 
 def test_a_blocked_store_stalls_only_the_new_generations_delivery(tmp_path: Path) -> None:
     store = GatedStore(tmp_path / "coordinator.json")
-    coordinator = Coordinator(CoordinatorConfig("app"), StreamsRoundPlanner(TASKS), store=store, settings=TEST_SETTINGS)
+    coordinator = Coordinator(CoordinatorConfig("app", initial_rebalance_delay_ms=0),
+                              StreamsRoundPlanner(TASKS), store=store, settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     try:
         static = ("--instance-id", "s", "--process-id", str(uuid.uuid4()), *HOST_ARGS)  # a restart keeps both

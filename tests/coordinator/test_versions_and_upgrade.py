@@ -54,7 +54,8 @@ def test_version_probing_rolling_upgrade_then_future_coordinator(
     member supports 12, so all upgrade ("end of rolling upgrade"). No task has two holders."""
     caplog.set_level(logging.INFO, logger="streams_rt.coordinator.streams_round")
     store = FileStateStore(tmp_path / "coordinator.json")
-    coordinator = Coordinator(CoordinatorConfig("app"), StreamsRoundPlanner(TASKS), store=store, settings=TEST_SETTINGS)
+    coordinator = Coordinator(CoordinatorConfig("app", initial_rebalance_delay_ms=0),
+                              StreamsRoundPlanner(TASKS), store=store, settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     try:
         live = [hosts.start(n, *HOST_ARGS) for n in ("a", "b", "c")]
@@ -121,7 +122,8 @@ def test_upgrade_from_two_bounces_from_eager_v2_to_cooperative_latest(tmp_path: 
     last old host is gone the group runs COOPERATIVE at the latest version."""
     store = FileStateStore(tmp_path / "coordinator.json")
     old_release = StreamsRoundPlanner(TASKS, codec=StreamsUserDataCodec(2))
-    coordinator = Coordinator(CoordinatorConfig("app"), old_release, store=store, settings=TEST_SETTINGS)
+    coordinator = Coordinator(CoordinatorConfig("app", initial_rebalance_delay_ms=0),
+                              old_release, store=store, settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     old_args = ("--latest-version", "2", "--protocol", "EAGER", *HOST_ARGS)
     try:

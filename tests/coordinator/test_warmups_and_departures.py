@@ -49,7 +49,8 @@ class MovableClock:
 
 
 def test_departed_hosts_caught_up_tasks_move_at_once_and_the_rest_wait_for_it(tmp_path: Path) -> None:
-    coordinator = Coordinator(CoordinatorConfig("app"), planner(max_delay_ms=600_000), settings=TEST_SETTINGS)
+    coordinator = Coordinator(CoordinatorConfig("app", initial_rebalance_delay_ms=0),
+                              planner(max_delay_ms=600_000), settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     only_a = frozenset(TaskId(1, p) for p in (3, 4, 5))  # nobody else has state for these
     pid_a = str(uuid.uuid4())
@@ -82,7 +83,8 @@ def test_departed_hosts_caught_up_tasks_move_at_once_and_the_rest_wait_for_it(tm
 
 def test_probing_rebalance_promotes_caught_up_warmups(tmp_path: Path) -> None:
     clock = MovableClock()
-    coordinator = Coordinator(CoordinatorConfig("app"), planner(), clock=clock, settings=TEST_SETTINGS)
+    coordinator = Coordinator(CoordinatorConfig("app", initial_rebalance_delay_ms=0),
+                              planner(), clock=clock, settings=TEST_SETTINGS)
     hosts = HostFactory(coordinator, tmp_path)
     patient = ("--session-ms", "180000", "--max-poll-ms", "180000")  # the clock jumps a minute
     try:

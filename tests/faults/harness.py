@@ -28,7 +28,8 @@ PARTITIONS = 4
 ACCEPTABLE_RECOVERY_LAG = 10_000
 # No record cache: every update is emitted, so the verifier can compare each key's whole sequence of
 # updates with the reference (with a cache, updates between flushes collapse into one).
-FAST = {"statestore.cache.max.bytes": 0, "heartbeat.interval.ms": 300, "session.timeout.ms": 6000,
+FAST = {"group.initial.rebalance.delay.ms": 0,
+        "statestore.cache.max.bytes": 0, "heartbeat.interval.ms": 300, "session.timeout.ms": 6000,
         "commit.interval.ms": 500, "max.poll.interval.ms": 30000, "num.standby.replicas": 1,
         "acceptable.recovery.lag": ACCEPTABLE_RECOVERY_LAG}
 

@@ -32,7 +32,8 @@ from streams_rt.runtime.batch_loop import BatchLoop
 
 pytestmark = pytest.mark.broker
 
-FAST = {"heartbeat.interval.ms": 300, "session.timeout.ms": 6000, "commit.interval.ms": 500}
+FAST = {"group.initial.rebalance.delay.ms": 0,
+        "heartbeat.interval.ms": 300, "session.timeout.ms": 6000, "commit.interval.ms": 500}
 
 
 def lines(start: int, count: int) -> list[str]:

@@ -29,7 +29,8 @@ from tests.tasks import topologies
 
 pytestmark = pytest.mark.broker
 
-FAST = {"heartbeat.interval.ms": 300, "session.timeout.ms": 6000, "commit.interval.ms": 500,
+FAST = {"group.initial.rebalance.delay.ms": 0,
+        "heartbeat.interval.ms": 300, "session.timeout.ms": 6000, "commit.interval.ms": 500,
         "max.poll.interval.ms": 30000}
 
 

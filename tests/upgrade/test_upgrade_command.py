@@ -23,7 +23,8 @@ from tests.coordinator.settle import wait_until_settled
 pytestmark = pytest.mark.broker
 
 OLD = ReleaseStandIn(LATEST_SUPPORTED_VERSION - 1, RebalanceProtocol.EAGER)
-FAST = {"heartbeat.interval.ms": 300, "session.timeout.ms": 6000, "commit.interval.ms": 500,
+FAST = {"group.initial.rebalance.delay.ms": 0,
+        "heartbeat.interval.ms": 300, "session.timeout.ms": 6000, "commit.interval.ms": 500,
         "num.standby.replicas": 1}
 
 
