@@ -347,6 +347,14 @@ class _Placement:
             if passes == 0:
                 break
 
+    def _standbys_by_client(self) -> list[list[int]]:
+        """Each client's standby tasks, in task order (what the balancing passes give from)."""
+        held: list[list[int]] = [[] for _ in range(len(self.load))]
+        for t, holders in enumerate(self.standby_of):
+            for c in holders:
+                held[c].append(t)
+        return held
+
     def _move_down(self, give_above: Sequence[int], take_below: Sequence[int]) -> bool:
         """Moves standbys from clients with load above `give_above` (most loaded first) to clients with
         load below `take_below`; a giver never goes below its limit, a taker never reaches its own.
@@ -357,10 +365,7 @@ class _Placement:
         takers = LeastLoaded((d for d in range(n) if load[d] < take_below[d]), load, capacities, take_below)
         if not over or not takers:
             return False
-        held: list[list[int]] = [[] for _ in range(n)]
-        for t, holders in enumerate(self.standby_of):
-            for c in holders:
-                held[c].append(t)
+        held = self._standbys_by_client()
         holders_of, reports = self.lags.holders, self.lags.reports
         spread, active, standby_of = self.spread, self.active, self.standby_of
         no_spare: set[int] = set()
@@ -422,10 +427,7 @@ class _Placement:
         load, capacities, n = self.load, self.capacities, len(self.load)
         if min((load[c] + 1) / capacities[c] for c in range(n)) > max((load[c] - 1) / capacities[c] for c in range(n)):
             return False  # no pair of clients has a move that evens them out
-        held: list[list[int]] = [[] for _ in range(n)]
-        for t, holders in enumerate(self.standby_of):
-            for c in holders:
-                held[c].append(t)
+        held = self._standbys_by_client()
         any_moved = False
         for c in sorted(range(n), key=lambda c: (-load[c] / capacities[c], c)):
             takers = LeastLoaded(range(n), load, capacities)  # afresh: the last giver's load went down
@@ -470,10 +472,7 @@ class _Placement:
                 and (load[d] < share[d] or load[g] > share[g])
             )
 
-        held: list[list[int]] = [[] for _ in range(n)]
-        for t, holders in enumerate(self.standby_of):
-            for c in holders:
-                held[c].append(t)
+        held = self._standbys_by_client()
         any_moved = False
         for g in reversed(by_level):
             for t in list(held[g]):
