@@ -6,7 +6,10 @@ rows, so Spark sees typed columns where the serde is known."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Generic, TypeGuard, TypeVar
+
+import orjson
 
 T = TypeVar("T")
 
@@ -126,13 +129,27 @@ class LongSerde(_FixedIntSerde):
 
 
 class JsonSerde(Serde[Any]):
-    """UTF-8 JSON, compact; values become binary columns in output rows (their shape is open)."""
+    """Compact JSON in UTF-8 with sorted keys; values become binary columns in output rows (their
+    shape is open).
+
+    orjson does the work: a JSON aggregate is read and written once per update, the hot path of a
+    JSON-valued store, and orjson is about 5x faster than `json`. Where the two differ, `json` decides,
+    so a value always reads back as itself: orjson writes NaN and infinities as null (`json` writes NaN,
+    Infinity), refuses non-string keys, lone surrogates and integers beyond 64 bits, and reads such
+    integers as floats. The two spell a few things differently (orjson: 0.00001 and "é"; `json`:
+    1e-05 and "\\u00e9"); both read back the same."""
 
     name = "json"
 
     def serialize(self, value: Any) -> bytes | None:
         if value is None:
             return None
+        try:
+            data = orjson.dumps(value, option=_ORJSON_WRITE)
+            if b"null" not in data:  # a null may have been a NaN or an infinity
+                return data
+        except TypeError:  # orjson.JSONEncodeError: `json` says whether, and why, it cannot either
+            pass
         try:
             return json.dumps(value, separators=(",", ":"), sort_keys=True).encode("utf-8")
         except (TypeError, ValueError) as e:
@@ -141,10 +158,22 @@ class JsonSerde(Serde[Any]):
     def deserialize(self, data: bytes | None) -> Any:
         if data is None:
             return None
+        if not _LONG_DIGITS.search(data):  # orjson would read an integer beyond 64 bits as a float
+            try:
+                return orjson.loads(data)
+            except orjson.JSONDecodeError:
+                pass  # `json` reads NaN, Infinity and lone surrogates, or says why the bytes are not JSON
         try:
             return json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise SerdeError(f"json serde: {e}") from None
+
+
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+# Datetimes, dataclasses and subclasses of built-in types go to `json` too, which refuses the first
+# two (as before orjson) and writes subclasses (an IntEnum) as their base type.
+_ORJSON_WRITE = (orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+                 | orjson.OPT_PASSTHROUGH_SUBCLASS)
 
 
 def _no_none(data: list[bytes | None]) -> TypeGuard[list[bytes]]:
