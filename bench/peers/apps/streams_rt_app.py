@@ -38,8 +38,8 @@ GROUP_READY_TIMEOUT_S = 300.0
 PROBE_AFTER_S = 2.0
 ADD_HOST_FILE, SCALE_OUT_FILE = "add-host", "scale-out.json"
 # A query that fails is started again (it resumes from the tasks' committed positions), each time
-# counted here: the source's commit fails on a batch planned for a task that was moving (no endpoint:
-# "URI has empty scheme"), a runtime bug the harness reports rather than lets end the run.
+# counted here and shown beside the figures, so a runtime bug (as once the source's commit of a batch
+# planned for a task that was moving, fixed in e319932) is reported rather than ends the run.
 RESTARTS_FILE = "query-restarts"
 
 
