@@ -8,7 +8,13 @@ Workers: a streams_rt task host (local[2] runs two, as OS processes), one of two
 instances (one stream thread each), one of two Quix Streams processes, one of two Spark executor JVMs
 for Spark SQL's groupBy().agg(): Spark's local[2] has no executor to kill (its executors are threads
 of the driver), so that row runs in local-cluster[2,1,1024], and its state comes back by reloading the
-lost executor's state stores from the checkpoint (Spark has no standbys)."""
+lost executor's state stores from the checkpoint (Spark has no standbys).
+
+State: a standby pays off by what it saves, restoring the lost tasks' changelogs, so before the feed
+each system first processes `state_records` records of as many keys of their own ("ks..." keys, not
+timed and not among the feed's keys); the feed starts once all of them came out. Without that, a few
+seconds of feed leave changelogs that restore in well under a second, and failover with and without a
+standby would both be the time to notice the dead worker and rebalance."""
 
 from __future__ import annotations
 
@@ -22,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from confluent_kafka import Producer
+
 from bench.peers.latency import WARM_UP_S, Feed, LatencyTracker, feed
 from bench.peers.processes import SystemProcesses, descendants
 from bench.peers.systems import APPS, KSTREAMS_BUILD, QUIET_JAVA, QUIX_PYTHON, Run, environment
@@ -30,6 +38,7 @@ from bench.peers.workload import OutputWatch, create_topics, wait_for_output
 KILL_AFTER_S = 10.0  # into the timed part of the feed
 AFTER_KILL_MS = 1000.0  # the records whose latency makes the figure: produced this soon after the kill
 CATCH_UP_S = 120.0
+STATE_KEY = "ks{:07d}"  # the preloaded state's keys: outside the feed's (key_name), so neither timed nor checked
 SPARK_CLUSTER = "local-cluster[2,1,1024]"
 
 
@@ -105,11 +114,28 @@ FAILOVERS = [
 ]
 
 
-def measure(failover: Failover, run: Run, keys: int, rate: float, seconds: float) -> tuple[float, str]:
+def preload_state(bootstrap: str, topic: str, records: int) -> None:
+    """`records` records of `records` keys of their own (STATE_KEY), partitioned as the feed's."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1_000_000,
+                         "queue.buffering.max.messages": 1_000_000, "compression.type": "lz4",
+                         "partitioner": "murmur2_random"})
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, b"1", STATE_KEY.format(i).encode())
+                break
+            except BufferError:
+                producer.poll(0.05)
+    producer.flush()
+
+
+def measure(failover: Failover, run: Run, keys: int, rate: float, seconds: float,
+            state_records: int = 0) -> tuple[float, str]:
     """(the worst latency in ms of the records produced in the second after the kill, a note);
     NaN when the output is wrong or incomplete."""
     run.work.mkdir(parents=True)
     create_topics(run.bootstrap, run.source, [run.sink])
+    preload_state(run.bootstrap, run.source, state_records)
     feed_state = Feed(keys)
     tracker = LatencyTracker(feed_state)
     procs = SystemProcesses(failover.commands(run), environment(), run.work / "system.log")
@@ -127,7 +153,7 @@ def measure(failover: Failover, run: Run, keys: int, rate: float, seconds: float
     killer.start()
     try:
         fed = feed(run.bootstrap, run.source, feed_state, rate, max(seconds, KILL_AFTER_S + 10),
-                   lambda: watch.end_offset() > 0)
+                   lambda: watch.end_offset() > state_records, ready_timeout_s=300 + state_records / 5_000)
         killer.join(timeout=WARM_UP_S + KILL_AFTER_S + 30)
         if not fed or not killed:
             return float("nan"), "never ready or never killed"
@@ -140,4 +166,5 @@ def measure(failover: Failover, run: Run, keys: int, rate: float, seconds: float
     timed = tracker.timed()
     if not verified or len(tracker.samples) < timed or not timed:
         return float("nan"), f"output wrong or incomplete: {len(tracker.samples):,} of {timed:,} records after the kill"
-    return max(tracker.samples), f"{timed:,} records in the second after the kill"
+    return max(tracker.samples), (f"{timed:,} records in the second after the kill, "
+                                  f"state of {state_records:,} keys before the feed")

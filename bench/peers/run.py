@@ -110,11 +110,11 @@ def measure_latency(system: System, run: Run, keys: int, rate: float, seconds: f
 
 
 def measure_failover(case: failover.Failover, run: Run, keys: int, rate: float, seconds: float,
-                     results: Results) -> None:
+                     state_records: int, results: Results) -> None:
     label = "no standbys" if case.standbys is None else f"num.standby.replicas={case.standbys}"
     print(f"{time.strftime('%H:%M:%S')} {case.system}: failover ({label}) at {rate:,.0f} records/s ...",
           file=sys.stderr)
-    worst, note = failover.measure(case, run, keys, rate, seconds)
+    worst, note = failover.measure(case, run, keys, rate, seconds, state_records)
     name = FAILOVER_STANDBY if case.standbys == 1 else FAILOVER_NO_STANDBY
     results.add(Figure(case.system, name, worst, "ms", higher_is_better=False,
                        note=note if case.standbys is not None else f"{note}; it has no standbys"))
@@ -155,6 +155,9 @@ def main() -> None:
                         help="timed seconds of input at half streams_rt's throughput (0: no latency figures)")
     parser.add_argument("--failover-seconds", type=float, default=30.0,
                         help="timed seconds of input for the failover figures (0: none)")
+    parser.add_argument("--failover-state", type=int, default=2_000_000,
+                        help="records of distinct keys each system processes before the failover feed: the "
+                             "state a lost worker's tasks restore without a standby (bench/peers/failover.py)")
     parser.add_argument("--scale-out", action=argparse.BooleanOptionalAction, default=True,
                         help="the scale-out figures (bench/peers/scaleout.py), at a third of streams_rt's throughput")
     parser.add_argument("--restore-records", type=int, default=5_000_000,
@@ -190,7 +193,8 @@ def main() -> None:
             for i, case in enumerate(f for f in failover.FAILOVERS if f.system in names):
                 run = Run(bootstrap, f"peers-failover-input-{i}-{stamp}", f"peers-failover-output-{i}-{stamp}",
                           work / f"failover-{i}", int(ours * 5))
-                measure_failover(case, run, args.keys, ours / 2, args.failover_seconds, results)
+                measure_failover(case, run, args.keys, ours / 2, args.failover_seconds, args.failover_state,
+                                 results)
         if args.scale_out and ours is not None and ours == ours:
             names = {s.name for s in wanted}
             for i, scale in enumerate(c for c in scaleout.SCALE_OUTS if c.system in names):
