@@ -102,9 +102,15 @@ def one_run(spark: SparkSession, runtime: StreamsRuntime, checkpoint: Path, expe
     sink = Sink()
     try:
         if earlier_cut is not None:  # restored state answers with the batch it was committed at
-            wait_until("the restored hosts answer for every task",
-                       lambda: set(committed_batches(runtime)) == COUNT_TASKS)
-            assert committed_batches(runtime) == {task: earlier_cut for task in COUNT_TASKS}
+            answers: dict[str, int | None] = {}
+
+            def every_task_answers() -> bool:  # one look at all hosts: tasks may still move between two
+                answers.clear()
+                answers.update(committed_batches(runtime))
+                return set(answers) == COUNT_TASKS
+
+            wait_until("the restored hosts answer for every task", every_task_answers)
+            assert answers == {task: earlier_cut for task in COUNT_TASKS}
         query = start_query(runtime, sink, checkpoint)
         try:
             wait_until(f"the counts of {len(expected)} words", lambda: sink.counts_through(LAST) == expected, query)
