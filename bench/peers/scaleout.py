@@ -11,8 +11,10 @@ cadence (Kafka Streams' record cache folds updates to a key between commits). Th
   others on this 2-core machine: seconds for a JVM or a task host);
 - during: from the group's first round after the worker was added (its join noticed) until the
   change is done (the group settled, the new worker holding its tasks), at least MIN_DURING_S long
-  (output comes in batches or at commits: a shorter window measures their cadence). A stall that is
-  caught up before the change ends is not seen: the figure is the throughput over the change.
+  and at least twice the stayed tasks' longest output gap before it (output comes in batches or at
+  commits: a shorter window measures their cadence, and one shorter than the gap between two outputs
+  can hold none). A stall that is caught up before the change ends is not seen: the figure is the
+  throughput over the change.
 
 Each system reports when the change started and ended and which tasks moved: streams_rt's bench app from
 its coordinator's status (WORK/scale-out.json), Kafka Streams' app from its state listener and its local
@@ -224,7 +226,8 @@ def measure(case: ScaleOut, run: Run, keys: int, rate: float) -> tuple[float, st
         late_s = (change.done_ms - feed_state.timed_to_ms) / 1000
         return float("nan"), f"the change ended {late_s:.0f} s after the input stopped"
     stayed = frozenset(range(PARTITIONS)) - change.moved
-    during_to = max(change.done_ms, change.started_ms + MIN_DURING_S * 1000)
+    cadence_s = progress.longest_gap(stayed, added.at_ms - BEFORE_S * 1000, added.at_ms)
+    during_to = max(change.done_ms, change.started_ms + max(MIN_DURING_S, 2 * cadence_s) * 1000)
     before = progress.rate(stayed, added.at_ms - BEFORE_S * 1000, added.at_ms)
     during = progress.rate(stayed, change.started_ms, during_to)
     note = (f"{case.label}; tasks {sorted(stayed)} stayed, {sorted(change.moved)} moved; {before:,.0f} records/s "
@@ -232,7 +235,7 @@ def measure(case: ScaleOut, run: Run, keys: int, rate: float) -> tuple[float, st
             f"from {(change.started_ms - added.at_ms) / 1000:.1f} s after the worker was added; "
             f"window {(during_to - change.started_ms) / 1000:.1f} s; longest output gap of the stayed tasks "
             f"{progress.longest_gap(stayed, change.started_ms, during_to):.1f} s during, "
-            f"{progress.longest_gap(stayed, added.at_ms - BEFORE_S * 1000, added.at_ms):.1f} s before)"
+            f"{cadence_s:.1f} s before)"
             f"{restarts_note(run)}")
     if not stayed or before <= 0:
         return float("nan"), note

@@ -11,7 +11,7 @@ host and writes WORK_DIR/scale-out.json once the group is stable again with the 
 tasks: when that was, when the group's first round after the addition started, and which tasks moved.
 
     python bench/peers/apps/streams_rt_app.py BOOTSTRAP INPUT OUTPUT WORK_DIR BATCH
-        [--standbys N] [--hosts N] [--acceptable-recovery-lag N]"""
+        [--standbys N] [--hosts N] [--acceptable-recovery-lag N] [--guarantee at_least_once|exactly_once_v2]"""
 
 from __future__ import annotations
 
@@ -140,6 +140,7 @@ def main() -> None:
     parser.add_argument("--standbys", type=int, default=0)
     parser.add_argument("--hosts", type=int, default=2)
     parser.add_argument("--acceptable-recovery-lag", type=int, default=10_000)
+    parser.add_argument("--guarantee", default="at_least_once", help="processing.guarantee")
     args = parser.parse_args()
     work = Path(args.work)
     spark = build_session("local[2]", "peers-streams-rt")
@@ -148,7 +149,8 @@ def main() -> None:
                              "bootstrap.servers": args.bootstrap, "max.records.per.task.per.batch": args.batch,
                              "num.standby.replicas": args.standbys, "heartbeat.interval.ms": 500,
                              "session.timeout.ms": 10_000, "local.task.hosts": args.hosts,
-                             "acceptable.recovery.lag": args.acceptable_recovery_lag}
+                             "acceptable.recovery.lag": args.acceptable_recovery_lag,
+                             "processing.guarantee": args.guarantee}
     runtime = StreamsRuntime(spark, "bench.peers.apps.streams_rt_app:topology", props,
                              topology_args={"source": args.source, "sink": args.sink}, work_dir=work)
     query = None

@@ -19,7 +19,7 @@ import org.apache.kafka.streams.kstream.Produced;
  * decimal strings), kept as "count,sum" in a RocksDB store, every update to the output topic.
  *
  * <p>Arguments: bootstrap input output application.id state.dir num.stream.threads
- * num.standby.replicas [acceptable.recovery.lag]. Runs until SIGTERM (the harness stops
+ * num.standby.replicas [acceptable.recovery.lag [processing.guarantee]]. Runs until SIGTERM (the harness stops
  * it once the output is verified). It prints its state changes and its active tasks as they change
  * ("peers-state MS OLD NEW", "peers-tasks MS 0_1,0_3"; MS in epoch milliseconds) for the scale-out
  * figure (bench/peers/scaleout.py).
@@ -42,6 +42,9 @@ public final class CountSum {
         props.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), 500);
         if (args.length > 7) {
             props.put(StreamsConfig.ACCEPTABLE_RECOVERY_LAG_CONFIG, Long.parseLong(args[7]));
+        }
+        if (args.length > 8) {
+            props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args[8]);
         }
 
         StreamsBuilder builder = new StreamsBuilder();
