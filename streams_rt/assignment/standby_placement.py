@@ -10,6 +10,8 @@
    criterion in balanceTasksOverThreads, for zones the tag rule keeps from their share), preferring
    takers that hold the task's state; where the loads leave a choice, the standbys alone are evened
    out too (with capacities that differ the shares themselves are chosen for that: standby_shares.py).
+   Where a client above its share has no standby a client below it can take, the standby goes there
+   through others (a chain of moves, the middle clients' loads unchanged).
 2. Keep a caught-up replica (KIP-441 for standbys, as Kafka's standby task movements): when the plan
    leaves a task without a caught-up replica while a caught-up client could hold one, that client
    keeps one for now and the planned client becomes a pending standby move, which gets a warm-up from
@@ -331,18 +333,19 @@ class _Placement:
         # its taker above the giver's load, so none raises the sum over all placed tasks of their
         # slot's level (a client's j-th task: j), and each lowers it, or the excess over the ceils, or
         # the distance to the shares, or (raising neither) the same sum over the standbys alone: this
-        # ends. With capacities that differ a move toward the shares may lift its taker above the
-        # giver's level by less than a task (the shares pass Kafka's criterion, not that stricter
-        # one), so that argument does not hold; the passes are bounded there (never reached in the
-        # tests and benchmarks: every pass moves something, and a pass at the bound is a fixpoint
-        # only if it moved nothing).
+        # ends (a chain of moves counts as its first giver's move to its last taker: the middle
+        # clients' loads do not change). With capacities that differ a move toward the shares may
+        # lift its taker above the giver's level by less than a task (the shares pass Kafka's
+        # criterion, not that stricter one), so that argument does not hold; the passes are bounded
+        # there (never reached in the tests and benchmarks: every pass moves something, and a pass at
+        # the bound is a fixpoint only if it moved nothing).
         passes = 0 if len(set(self.capacities)) == 1 else 4 * (len(self.load) + sum(map(len, self.standby_of)))
         while (
             self._move_down(self.ceil_share, self.ceil_share)
             | self._move_down(self.share, self.share)
             | self._even_out()
             | self._even_standbys()
-        ):
+        ) or self._chain_to_share():
             passes -= 1
             if passes == 0:
                 break
@@ -417,6 +420,56 @@ class _Placement:
                         takers.offer(d)
                     moved = any_moved = True
         return any_moved
+
+    def _chain_to_share(self) -> bool:
+        """One standby from a client above its share to one below it through others, where no direct
+        move fits (the taker runs or holds every standby the giver could give): the giver hands a
+        standby to a middle client, which hands another on, and so on, the middle clients' loads
+        unchanged; the shortest such chain (breadth first, clients in order), from the most loaded
+        giver, to a taker below the giver's load per capacity unit (as _move_down). Returns whether
+        a chain was found."""
+        load, share, capacities = self.load, self.share, self.capacities
+        n = len(load)
+        givers = sorted((c for c in range(n) if load[c] > share[c]), key=lambda c: (-load[c] / capacities[c], c))
+        if not givers or all(load[d] >= share[d] for d in range(n)):
+            return False
+        held = self._standbys_by_client()
+        for g in givers:
+            level = load[g] / capacities[g]
+            came_from: dict[int, tuple[int, int]] = {}  # client -> (client it took from, task)
+            frontier = [g]
+            while frontier:
+                next_frontier = []
+                for c in frontier:
+                    on_path = self._chain_tasks(came_from, c, g)
+                    for t in held[c]:
+                        if t in on_path:
+                            continue
+                        fits = self._fits_instead(t, c)
+                        for d in range(n):
+                            if d == g or d in came_from or not fits(d):
+                                continue
+                            came_from[d] = (c, t)
+                            if load[d] < share[d] and load[d] / capacities[d] < level:
+                                self._apply_chain(came_from, d, g)
+                                return True
+                            next_frontier.append(d)
+                frontier = next_frontier
+        return False
+
+    @staticmethod
+    def _chain_tasks(came_from: dict[int, tuple[int, int]], c: int, g: int) -> set[int]:
+        tasks: set[int] = set()
+        while c != g:
+            c, t = came_from[c]
+            tasks.add(t)
+        return tasks
+
+    def _apply_chain(self, came_from: dict[int, tuple[int, int]], d: int, g: int) -> None:
+        while d != g:
+            c, t = came_from[d]
+            self._move(t, c, d)
+            d = c
 
     def _even_out(self) -> bool:
         """Where the shares cannot be reached (the tag rule confines replicas to some zones), Kafka's own

@@ -456,3 +456,24 @@ def test_with_capacities_that_differ_the_standbys_alone_are_as_even_as_the_loads
              for s in states]
     assert max(standbys) - min(standbys) == Fraction(1, 2), standbys
     assert max(loads) - min(loads) == 1, loads
+
+
+def test_a_standby_reaches_its_share_through_a_middle_client_where_no_direct_move_fits() -> None:
+    """Capacities 2, 3 and 1 running 8, 12 and 4 of 24 stateful tasks, one standby each: every share
+    of all tasks is 8 per thread. The group comes back with A holding 9 standbys, all of tasks B runs,
+    and B 11: A is one above its share and B one below, but B can take none of A's standbys. C, at its
+    share, can take one and holds one of A's tasks, which B can take: the standby goes A -> C -> B (no
+    direct move did it before), and the standbys are 4 per thread everywhere."""
+    a, b, c = (uuid.UUID(int=i) for i in (1, 2, 3))
+    tasks = [TaskId(0, p) for p in range(24)]
+    runs = {a: tasks[:8], b: tasks[8:20], c: tasks[20:]}
+    holds = {a: tasks[8:17], b: tasks[:7] + tasks[20:], c: tasks[17:20] + tasks[7:8]}
+    sums = {p: {**dict.fromkeys(runs[p], OFFSET_SUM_RUNNING_ACTIVE), **dict.fromkeys(holds[p], 0)} for p in runs}
+    states = [
+        ClientState(pid, cap, owned_active={t: 1 for t in runs[pid]}, owned_standby=frozenset(holds[pid]),
+                    task_offset_sums=sums[pid])
+        for pid, cap in ((a, 2), (b, 3), (c, 1))
+    ]
+    r = assign(tasks, states, {t: 0 for t in tasks}, AssignmentConfigs(num_standby_replicas=1), EAGER, 0)
+    assert {pid: len(r.clients[pid].active) for pid in runs} == {a: 8, b: 12, c: 4}
+    assert {pid: len(r.clients[pid].standby) for pid in runs} == {a: 8, b: 12, c: 4}
