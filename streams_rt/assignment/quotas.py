@@ -7,8 +7,11 @@ more than the floor (keeping them costs no move), then the largest fractional sh
 differ, floor and ceil alone can leave a small client at 0 tasks per thread while a large one runs 1:
 the quotas are then as even per thread as the floors and ceils allow (thread_balance.py), the same
 preference choosing among equally even ones, and what the owners run now staying if it is one of
-them. With several subtopologies and equal capacities the quotas come out of the subtopology targets
-(spread.py); otherwise the quotas are ones such targets exist for (ceil_matching.py).
+them; below the floor (down to the subtopology floors added up, with one subtopology one below) where
+that makes the threads more even still (Kafka's criterion balances per thread and knows no floors;
+never above the ceil). With several
+subtopologies and equal capacities the quotas come out of the subtopology targets (spread.py);
+otherwise the quotas are ones such targets exist for (ceil_matching.py).
 
 Stateless tasks (placed on top of the stateful ones): each client runs the floor or the ceil of its
 capacity share of each stateless subtopology (as Kafka spreads every subtopology), so its quota lies
@@ -49,7 +52,8 @@ def capacity_quotas(
     (thread_balance.py); sizes: the pool's subtopology sizes when it has several. Where capacities
     differ, the floors and ceils of the subtopology shares added up (share_bounds) are used instead
     when they let the threads be more even (a large client one task below its share of the pool, as
-    Kafka's balanceTasksOverThreads may leave it), and `bounds` (joint_bounds) when given."""
+    Kafka's balanceTasksOverThreads may leave it; with one subtopology, one below the floor), and
+    `bounds` (joint_bounds) when given."""
     total = sum(capacities)
     floors = [n_tasks * cap // total for cap in capacities]
     ceils = [-(-n_tasks * cap // total) for cap in capacities]
@@ -59,6 +63,15 @@ def capacity_quotas(
         return (owned[c] <= floors[c], -(n_tasks * capacities[c] % total), rank[c])
 
     quotas = balanced_counts(n_tasks, capacities, nothing, floors, ceils, order, sizes)
+    if bounds is None and len(set(capacities)) > 1:
+        # Below the floor where that makes the threads more even (a three-thread client at 4 of its 5
+        # lets the one-thread clients run 2 each, not 1 and 2), as Kafka's criterion allows: down to
+        # the subtopology floors added up, with one subtopology one below. Not by ownership: a
+        # cooperative move's second round owns less, and must get the same quotas as its first.
+        below = share_bounds(sizes, capacities)[0] if sizes else [max(0, f - 1) for f in floors]
+        wider = windowed_counts(n_tasks, capacities, nothing, below, ceils, lambda c, _: order(c, 0)[1:], sizes)
+        if wider is not None and load_spread(wider, capacities, nothing) < load_spread(quotas, capacities, nothing):
+            floors, quotas = below, wider
     if bounds is not None:
         joint = windowed_counts(n_tasks, capacities, nothing, bounds[0], bounds[1], order, sizes)
         if joint is not None:
