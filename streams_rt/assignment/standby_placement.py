@@ -10,8 +10,8 @@
    criterion in balanceTasksOverThreads, for zones the tag rule keeps from their share), preferring
    takers that hold the task's state; where the loads leave a choice, the standbys alone are evened
    out too (with capacities that differ the shares themselves are chosen for that: standby_shares.py).
-   Where a client above its share has no standby a client below it can take, the standby goes there
-   through others (a chain of moves, the middle clients' loads unchanged).
+   Where no direct move is left but one of these would fit between two clients through others, a
+   chain of moves makes it (the middle clients' loads unchanged).
 2. Keep a caught-up replica (KIP-441 for standbys, as Kafka's standby task movements): when the plan
    leaves a task without a caught-up replica while a caught-up client could hold one, that client
    keeps one for now and the planned client becomes a pending standby move, which gets a warm-up from
@@ -345,7 +345,7 @@ class _Placement:
             | self._move_down(self.share, self.share)
             | self._even_out()
             | self._even_standbys()
-        ) or self._chain_to_share():
+        ) or self._chains():
             passes -= 1
             if passes == 0:
                 break
@@ -421,21 +421,51 @@ class _Placement:
                     moved = any_moved = True
         return any_moved
 
-    def _chain_to_share(self) -> bool:
-        """One standby from a client above its share to one below it through others, where no direct
-        move fits (the taker runs or holds every standby the giver could give): the giver hands a
-        standby to a middle client, which hands another on, and so on, the middle clients' loads
-        unchanged; the shortest such chain (breadth first, clients in order), from the most loaded
-        giver, to a taker below the giver's load per capacity unit (as _move_down). Returns whether
-        a chain was found."""
-        load, share, capacities = self.load, self.share, self.capacities
-        n = len(load)
-        givers = sorted((c for c in range(n) if load[c] > share[c]), key=lambda c: (-load[c] / capacities[c], c))
-        if not givers or all(load[d] >= share[d] for d in range(n)):
+    def _chains(self) -> bool:
+        """Where no direct move is left, one through others: the giver hands a standby to a middle
+        client, which hands another on, and so on, the middle clients' loads (and standbys) unchanged,
+        so the chain counts as a move from its giver to its taker. Tried in the passes' order: from a
+        client above its share to one below it (not above the giver's load per capacity unit), by
+        Kafka's criterion, and for the standbys alone (see _even_out and _even_standbys). Returns
+        whether a chain was found."""
+        load, share, capacities, n = self.load, self.share, self.capacities, len(self.load)
+        if any(load[d] < share[d] for d in range(n)):
+            def to_share(g: int, d: int) -> bool:
+                return load[d] < share[d] and load[d] / capacities[d] < load[g] / capacities[g]
+
+            if self._chain([g for g in range(n) if load[g] > share[g]], to_share):
+                return True
+        lowest = min((load[d] + 1) / capacities[d] for d in range(n))
+
+        def evens(g: int, d: int) -> bool:
+            return (load[d] + 1) / capacities[d] <= (load[g] - 1) / capacities[g]
+
+        if self._chain([g for g in range(n) if (load[g] - 1) / capacities[g] >= lowest], evens):
+            return True
+        if load == share:
             return False
+        ceil, active_load = self.ceil_share, self.active_load
+        standbys = [load[c] - active_load[c] for c in range(n)]
+        least = min((standbys[d] + 1) / capacities[d] for d in range(n))
+
+        def evens_standbys(g: int, d: int) -> bool:
+            return (
+                (standbys[d] + 1) * capacities[g] < standbys[g] * capacities[d]
+                and (load[d] + 1) * capacities[g] <= load[g] * capacities[d]
+                and load[d] < ceil[d]
+                and (load[d] < share[d] or load[g] > share[g])
+            )
+
+        return self._chain([g for g in range(n) if standbys[g] / capacities[g] > least], evens_standbys)
+
+    def _chain(self, givers: list[int], takes: Callable[[int, int], bool]) -> bool:
+        """The shortest chain (breadth first, clients in order) from a giver (most loaded first) to a
+        client d with takes(giver, d); applied, True, if there is one."""
+        if not givers:
+            return False
+        load, capacities, n = self.load, self.capacities, len(self.load)
         held = self._standbys_by_client()
-        for g in givers:
-            level = load[g] / capacities[g]
+        for g in sorted(givers, key=lambda c: (-load[c] / capacities[c], c)):
             came_from: dict[int, tuple[int, int]] = {}  # client -> (client it took from, task)
             frontier = [g]
             while frontier:
@@ -450,7 +480,7 @@ class _Placement:
                             if d == g or d in came_from or not fits(d):
                                 continue
                             came_from[d] = (c, t)
-                            if load[d] < share[d] and load[d] / capacities[d] < level:
+                            if takes(g, d):
                                 self._apply_chain(came_from, d, g)
                                 return True
                             next_frontier.append(d)
