@@ -523,3 +523,18 @@ def test_a_chain_of_standby_moves_evens_out_what_no_direct_move_can_under_two_ta
     r = assign(tasks, states, {t: 0 for t in tasks}, configs, EAGER, 0)
     standbys = [Fraction(len(r.clients[s.process_id].standby), s.capacity) for s in states]
     assert max(standbys) - min(standbys) == 1, standbys
+
+
+@pytest.mark.parametrize("stateless", [0, 73])
+def test_with_a_standby_everywhere_equally_even_quotas_are_chosen_for_the_standbys(stateless: int) -> None:
+    """Two clients of one and three threads, one standby: each holds a replica of every stateful task,
+    so each task it runs is a standby less. 46 tasks: 11 and 35 or 12 and 34 are as even per thread
+    (11 vs 11 2/3, 12 vs 11 1/3); the second leaves the standbys within 30 per thread, not 31 1/3.
+    Likewise 6 stateful tasks next to 73 stateless ones (random seeds 166 and 43 of the quality bench)."""
+    a, b = uuid.UUID(int=1), uuid.UUID(int=2)
+    stateful = [TaskId(0, p) for p in range(6 if stateless else 46)]
+    tasks = stateful + [TaskId(1, p) for p in range(stateless)]
+    states = [ClientState(a, 1), ClientState(b, 3)]
+    r = assign(tasks, states, {t: 0 for t in stateful}, AssignmentConfigs(num_standby_replicas=1), EAGER, 0)
+    standbys = [Fraction(len(r.clients[s.process_id].standby), s.capacity) for s in states]
+    assert max(standbys) - min(standbys) == (Fraction(10, 3) if stateless else 30), standbys
