@@ -11,9 +11,10 @@ them; below the floor (down to the subtopology floors added up, with one subtopo
 that makes the threads more even still (Kafka's criterion balances per thread and knows no floors;
 never above the ceil). Where every client holds a replica of every task (num.standby.replicas =
 clients - 1, no tags), each task a client runs is a standby less there: of the counts as even per
-thread, those with the standbys most even. With several subtopologies and equal capacities the
-quotas come out of the subtopology targets (spread.py); otherwise the quotas are ones such targets
-exist for (ceil_matching.py).
+thread, those with the standbys most even (with stateless tasks too, where the totals fix the
+threads, the standbys first). With several subtopologies and equal capacities the quotas come out of
+the subtopology targets (spread.py); otherwise the quotas are ones such targets exist for
+(ceil_matching.py).
 
 Stateless tasks (placed on top of the stateful ones): each client runs the floor or the ceil of its
 capacity share of each stateless subtopology (as Kafka spreads every subtopology), so its quota lies
@@ -85,22 +86,25 @@ def capacity_quotas(
         wider = windowed_counts(n_tasks, capacities, nothing, below, ceils, unowned_order, sizes)
         if wider is not None and load_spread(wider, capacities, nothing) < load_spread(quotas, capacities, nothing):
             floors, quotas = below, wider
-    if bounds is not None:
-        joint = windowed_counts(n_tasks, capacities, nothing, bounds[0], bounds[1], order, sizes)
-        if joint is not None:
-            floors, ceils, quotas = list(bounds[0]), list(bounds[1]), joint
+    joint = None if bounds is None else windowed_counts(n_tasks, capacities, nothing, *bounds, order, sizes)
+    if bounds is not None and joint is not None:
+        floors, ceils, quotas = list(bounds[0]), list(bounds[1]), joint
 
     def as_even(counts: list[int], than: list[int]) -> bool:
-        """Threads as even, and with standbys everywhere, the standbys too."""
-        if load_spread(counts, capacities, nothing) > load_spread(than, capacities, nothing):
-            return False
-        left = [n_tasks - q for q in counts]
-        return not standbys_everywhere or load_spread(left, capacities, nothing) <= load_spread(
-            [n_tasks - q for q in than], capacities, nothing
-        )
+        """Threads as even, and with standbys everywhere, the standbys too; with joint bounds, which fix
+        every client's total, the standbys first."""
+        threads = load_spread(counts, capacities, nothing), load_spread(than, capacities, nothing)
+        if not standbys_everywhere:
+            return threads[0] <= threads[1]
+        left = [n_tasks - q for q in counts], [n_tasks - q for q in than]
+        standbys = load_spread(left[0], capacities, nothing), load_spread(left[1], capacities, nothing)
+        if joint is not None:
+            return (standbys[0], threads[0]) <= (standbys[1], threads[1])
+        return threads[0] <= threads[1] and standbys[0] <= standbys[1]
 
     if standbys_everywhere and len(set(capacities)) > 1:
-        quotas = _evener_standbys(n_tasks, capacities, floors, ceils, quotas, unowned_order, as_even, sizes)
+        width = Fraction(n_tasks) if joint is not None else load_spread(quotas, capacities, nothing)
+        quotas = _evener_standbys(n_tasks, capacities, floors, ceils, quotas, width, unowned_order, as_even, sizes)
     # Where capacities differ, several counts can be as even: what the owners run now, if it is one of
     # them, stays (an unchanged group keeps its assignment).
     if (
@@ -120,14 +124,14 @@ def _evener_standbys(
     floors: Sequence[int],
     ceils: Sequence[int],
     quotas: list[int],
+    width: Fraction,
     order: Callable[[int, int], Any],
     as_even: Callable[[list[int], list[int]], bool],
     sizes: Sequence[int] | None,
 ) -> list[int]:
-    """Of the counts whose loads per thread lie in a window as narrow as the quotas' (the narrowest
-    window search keeps one of them), filled in `order` (the highest standbys per thread first), those
-    with the most even standbys when every client holds every task (capacity_quotas)."""
-    width = load_spread(quotas, capacities, [0] * len(capacities))
+    """Of the counts whose loads per thread lie in a window `width` wide (the quotas': the narrowest
+    window search keeps one of them), filled in `order` (the highest standbys per thread first), the
+    best by `as_even` when every client holds every task (capacity_quotas)."""
     best = quotas
     tops = {Fraction(q, cap) for cap, f, c in zip(capacities, floors, ceils, strict=True) for q in range(f, c + 1)}
     for top in sorted(tops):

@@ -525,16 +525,21 @@ def test_a_chain_of_standby_moves_evens_out_what_no_direct_move_can_under_two_ta
     assert max(standbys) - min(standbys) == 1, standbys
 
 
-@pytest.mark.parametrize("stateless", [0, 73])
-def test_with_a_standby_everywhere_equally_even_quotas_are_chosen_for_the_standbys(stateless: int) -> None:
+@pytest.mark.parametrize(("capacities", "n_stateful", "stateless", "spread"), [
+    ((1, 3), 46, 0, Fraction(30)), ((1, 3), 6, 73, Fraction(10, 3)), ((3, 2), 111, 17, Fraction(18)),
+])
+def test_with_a_standby_everywhere_equally_even_quotas_are_chosen_for_the_standbys(
+    capacities: tuple[int, int], n_stateful: int, stateless: int, spread: Fraction
+) -> None:
     """Two clients of one and three threads, one standby: each holds a replica of every stateful task,
     so each task it runs is a standby less. 46 tasks: 11 and 35 or 12 and 34 are as even per thread
     (11 vs 11 2/3, 12 vs 11 1/3); the second leaves the standbys within 30 per thread, not 31 1/3.
-    Likewise 6 stateful tasks next to 73 stateless ones (random seeds 166 and 43 of the quality bench)."""
-    a, b = uuid.UUID(int=1), uuid.UUID(int=2)
-    stateful = [TaskId(0, p) for p in range(6 if stateless else 46)]
+    Likewise 6 stateful tasks next to 73 stateless ones (random seeds 166 and 43 of the quality bench),
+    and 111 next to 17 on three and two threads, where the totals fix the threads and the stateful
+    counts 66 and 45 leave the standbys within 18 per thread, not 18 5/6 (seed 65)."""
+    stateful = [TaskId(0, p) for p in range(n_stateful)]
     tasks = stateful + [TaskId(1, p) for p in range(stateless)]
-    states = [ClientState(a, 1), ClientState(b, 3)]
+    states = [ClientState(uuid.UUID(int=i + 1), cap) for i, cap in enumerate(capacities)]
     r = assign(tasks, states, {t: 0 for t in stateful}, AssignmentConfigs(num_standby_replicas=1), EAGER, 0)
     standbys = [Fraction(len(r.clients[s.process_id].standby), s.capacity) for s in states]
-    assert max(standbys) - min(standbys) == (Fraction(10, 3) if stateless else 30), standbys
+    assert max(standbys) - min(standbys) == spread, standbys
