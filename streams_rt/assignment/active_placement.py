@@ -35,7 +35,11 @@ def general_assign(
     if prior is not None:
         quotas = filling_quotas(pool, inputs.subtopology, capacities, prior, inputs.rank)
     elif len(set(capacities)) > 1 or sizes is None:
-        quotas = capacity_quotas(len(pool), capacities, inputs.rank, owned_counts(pool, owner, n), sizes, bounds)
+        configs = inputs.configs
+        everywhere = not configs.rack_aware_assignment_tags and 0 < n - 1 <= configs.num_standby_replicas
+        quotas = capacity_quotas(
+            len(pool), capacities, inputs.rank, owned_counts(pool, owner, n), sizes, bounds, everywhere
+        )
     shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank)
     if shares is not None:
         quotas = shares.start(owner, capacities, quotas)

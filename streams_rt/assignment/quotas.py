@@ -7,8 +7,14 @@ more than the floor (keeping them costs no move), then the largest fractional sh
 differ, floor and ceil alone can leave a small client at 0 tasks per thread while a large one runs 1:
 the quotas are then as even per thread as the floors and ceils allow (thread_balance.py), the same
 preference choosing among equally even ones, and what the owners run now staying if it is one of
-them. With several subtopologies and equal capacities the quotas come out of the subtopology targets
-(spread.py); otherwise the quotas are ones such targets exist for (ceil_matching.py).
+them; below the floor (down to the subtopology floors added up, with one subtopology one below) where
+that makes the threads more even still (Kafka's criterion balances per thread and knows no floors;
+never above the ceil). Where every client holds a replica of every task (num.standby.replicas =
+clients - 1, no tags), each task a client runs is a standby less there: of the counts as even per
+thread, those with the standbys most even (with stateless tasks too, where the totals fix the
+threads, the standbys first). With several subtopologies and equal capacities the quotas come out of
+the subtopology targets (spread.py); otherwise the quotas are ones such targets exist for
+(ceil_matching.py).
 
 Stateless tasks (placed on top of the stateful ones): each client runs the floor or the ceil of its
 capacity share of each stateless subtopology (as Kafka spreads every subtopology), so its quota lies
@@ -26,11 +32,12 @@ forth. With one subtopology an owner only sheds above its quota, so the preferen
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from itertools import repeat
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .ownership import NO_OWNER
 from .spread import SubtopologyShares
@@ -44,36 +51,101 @@ def capacity_quotas(
     owned: Sequence[int],
     sizes: Sequence[int] | None = None,
     bounds: tuple[Sequence[int], Sequence[int]] | None = None,
+    standbys_everywhere: bool = False,
 ) -> list[int]:
     """Within the floor and ceil of each capacity share, as even per thread as they can be
     (thread_balance.py); sizes: the pool's subtopology sizes when it has several. Where capacities
     differ, the floors and ceils of the subtopology shares added up (share_bounds) are used instead
     when they let the threads be more even (a large client one task below its share of the pool, as
-    Kafka's balanceTasksOverThreads may leave it), and `bounds` (joint_bounds) when given."""
+    Kafka's balanceTasksOverThreads may leave it; with one subtopology, one below the floor), and
+    `bounds` (joint_bounds) when given. standbys_everywhere: every client holds a replica of every
+    task (num.standby.replicas = clients - 1), so each task a client runs is a standby less there:
+    among equally even quotas, the tasks go where the standbys per thread are highest (a one-thread
+    client next to a three-thread one otherwise holds three times the standbys per thread), not by
+    ownership (a cooperative move's second round owns less, and must get the same quotas)."""
     total = sum(capacities)
     floors = [n_tasks * cap // total for cap in capacities]
     ceils = [-(-n_tasks * cap // total) for cap in capacities]
     nothing = [0] * len(capacities)
 
-    def order(c: int, _count: int) -> tuple[bool, int, int]:
-        return (owned[c] <= floors[c], -(n_tasks * capacities[c] % total), rank[c])
+    def unowned_order(c: int, count: int) -> tuple[Fraction | int, int]:
+        if standbys_everywhere:
+            return (-Fraction(n_tasks - count, capacities[c]), rank[c])
+        return (-(n_tasks * capacities[c] % total), rank[c])
+
+    def order(c: int, count: int) -> tuple[bool, Fraction | int, int]:
+        return (not standbys_everywhere and owned[c] <= floors[c], *unowned_order(c, count))
 
     quotas = balanced_counts(n_tasks, capacities, nothing, floors, ceils, order, sizes)
-    if bounds is not None:
-        joint = windowed_counts(n_tasks, capacities, nothing, bounds[0], bounds[1], order, sizes)
+    if bounds is None and len(set(capacities)) > 1:
+        # Below the floor where that makes the threads more even (a three-thread client at 4 of its 5
+        # lets the one-thread clients run 2 each, not 1 and 2), as Kafka's criterion allows: down to
+        # the subtopology floors added up, with one subtopology one below. Not by ownership: a
+        # cooperative move's second round owns less, and must get the same quotas as its first.
+        below = share_bounds(sizes, capacities)[0] if sizes else [max(0, f - 1) for f in floors]
+        wider = windowed_counts(n_tasks, capacities, nothing, below, ceils, unowned_order, sizes)
+        if wider is not None and load_spread(wider, capacities, nothing) < load_spread(quotas, capacities, nothing):
+            floors, quotas = below, wider
+    joint = None if bounds is None else windowed_counts(n_tasks, capacities, nothing, *bounds, order, sizes)
+    if bounds is not None and joint is not None:
+        floors, ceils, quotas = list(bounds[0]), list(bounds[1]), joint
+
+    def as_even(counts: list[int], than: list[int]) -> bool:
+        """Threads as even, and with standbys everywhere, the standbys too; with joint bounds, which fix
+        every client's total, the standbys first."""
+        threads = load_spread(counts, capacities, nothing), load_spread(than, capacities, nothing)
+        if not standbys_everywhere:
+            return threads[0] <= threads[1]
+        left = [n_tasks - q for q in counts], [n_tasks - q for q in than]
+        standbys = load_spread(left[0], capacities, nothing), load_spread(left[1], capacities, nothing)
         if joint is not None:
-            floors, ceils, quotas = list(bounds[0]), list(bounds[1]), joint
+            return (standbys[0], threads[0]) <= (standbys[1], threads[1])
+        return threads[0] <= threads[1] and standbys[0] <= standbys[1]
+
+    if standbys_everywhere and len(set(capacities)) > 1:
+        width = Fraction(n_tasks) if joint is not None else load_spread(quotas, capacities, nothing)
+        quotas = _evener_standbys(n_tasks, capacities, floors, ceils, quotas, width, unowned_order, as_even, sizes)
     # Where capacities differ, several counts can be as even: what the owners run now, if it is one of
     # them, stays (an unchanged group keeps its assignment).
     if (
         quotas != owned
         and sum(owned) == n_tasks
         and all(f <= o <= c for f, o, c in zip(floors, owned, ceils, strict=True))
-        and load_spread(owned, capacities, nothing) <= load_spread(quotas, capacities, nothing)
+        and as_even(list(owned), quotas)
         and possible(owned, sizes, capacities)
     ):
         return list(owned)
     return quotas
+
+
+def _evener_standbys(
+    n_tasks: int,
+    capacities: Sequence[int],
+    floors: Sequence[int],
+    ceils: Sequence[int],
+    quotas: list[int],
+    width: Fraction,
+    order: Callable[[int, int], Any],
+    as_even: Callable[[list[int], list[int]], bool],
+    sizes: Sequence[int] | None,
+) -> list[int]:
+    """Of the counts whose loads per thread lie in a window `width` wide (the quotas': the narrowest
+    window search keeps one of them), filled in `order` (the highest standbys per thread first), the
+    best by `as_even` when every client holds every task (capacity_quotas)."""
+    best = quotas
+    tops = {Fraction(q, cap) for cap, f, c in zip(capacities, floors, ceils, strict=True) for q in range(f, c + 1)}
+    for top in sorted(tops):
+        lo = [max(f, math.ceil((top - width) * cap)) for f, cap in zip(floors, capacities, strict=True)]
+        hi = [min(c, math.floor(top * cap)) for c, cap in zip(ceils, capacities, strict=True)]
+        if any(map(int.__gt__, lo, hi)) or not sum(lo) <= n_tasks <= sum(hi):
+            continue
+        fill = list(lo)
+        for _ in range(n_tasks - sum(fill)):
+            c = min((c for c in range(len(fill)) if fill[c] < hi[c]), key=lambda c: order(c, fill[c]))
+            fill[c] += 1
+        if fill != best and as_even(fill, best) and possible(fill, sizes, capacities):
+            best = fill
+    return best
 
 
 def subtopology_sizes(pool: Sequence[int], subtopology: Sequence[int]) -> list[int] | None:

@@ -10,6 +10,8 @@
    criterion in balanceTasksOverThreads, for zones the tag rule keeps from their share), preferring
    takers that hold the task's state; where the loads leave a choice, the standbys alone are evened
    out too (with capacities that differ the shares themselves are chosen for that: standby_shares.py).
+   Where no direct move is left but one of these would fit between two clients through others, a
+   chain of moves makes it (the middle clients' loads unchanged).
 2. Keep a caught-up replica (KIP-441 for standbys, as Kafka's standby task movements): when the plan
    leaves a task without a caught-up replica while a caught-up client could hold one, that client
    keeps one for now and the planned client becomes a pending standby move, which gets a warm-up from
@@ -331,18 +333,19 @@ class _Placement:
         # its taker above the giver's load, so none raises the sum over all placed tasks of their
         # slot's level (a client's j-th task: j), and each lowers it, or the excess over the ceils, or
         # the distance to the shares, or (raising neither) the same sum over the standbys alone: this
-        # ends. With capacities that differ a move toward the shares may lift its taker above the
-        # giver's level by less than a task (the shares pass Kafka's criterion, not that stricter
-        # one), so that argument does not hold; the passes are bounded there (never reached in the
-        # tests and benchmarks: every pass moves something, and a pass at the bound is a fixpoint
-        # only if it moved nothing).
+        # ends (a chain of moves counts as its first giver's move to its last taker: the middle
+        # clients' loads do not change). With capacities that differ a move toward the shares may
+        # lift its taker above the giver's level by less than a task (the shares pass Kafka's
+        # criterion, not that stricter one), so that argument does not hold; the passes are bounded
+        # there (never reached in the tests and benchmarks: every pass moves something, and a pass at
+        # the bound is a fixpoint only if it moved nothing).
         passes = 0 if len(set(self.capacities)) == 1 else 4 * (len(self.load) + sum(map(len, self.standby_of)))
         while (
             self._move_down(self.ceil_share, self.ceil_share)
             | self._move_down(self.share, self.share)
             | self._even_out()
             | self._even_standbys()
-        ):
+        ) or self._chains():
             passes -= 1
             if passes == 0:
                 break
@@ -417,6 +420,86 @@ class _Placement:
                         takers.offer(d)
                     moved = any_moved = True
         return any_moved
+
+    def _chains(self) -> bool:
+        """Where no direct move is left, one through others: the giver hands a standby to a middle
+        client, which hands another on, and so on, the middle clients' loads (and standbys) unchanged,
+        so the chain counts as a move from its giver to its taker. Tried in the passes' order: from a
+        client above its share to one below it (not above the giver's load per capacity unit), by
+        Kafka's criterion, and for the standbys alone (see _even_out and _even_standbys). Returns
+        whether a chain was found."""
+        load, share, capacities, n = self.load, self.share, self.capacities, len(self.load)
+        if any(load[d] < share[d] for d in range(n)):
+            def to_share(g: int, d: int) -> bool:
+                return load[d] < share[d] and load[d] / capacities[d] < load[g] / capacities[g]
+
+            if self._chain([g for g in range(n) if load[g] > share[g]], to_share):
+                return True
+        lowest = min((load[d] + 1) / capacities[d] for d in range(n))
+
+        def evens(g: int, d: int) -> bool:
+            return (load[d] + 1) / capacities[d] <= (load[g] - 1) / capacities[g]
+
+        if self._chain([g for g in range(n) if (load[g] - 1) / capacities[g] >= lowest], evens):
+            return True
+        if load == share:
+            return False
+        ceil, active_load = self.ceil_share, self.active_load
+        standbys = [load[c] - active_load[c] for c in range(n)]
+        least = min((standbys[d] + 1) / capacities[d] for d in range(n))
+
+        def evens_standbys(g: int, d: int) -> bool:
+            return (
+                (standbys[d] + 1) * capacities[g] < standbys[g] * capacities[d]
+                and (load[d] + 1) * capacities[g] <= load[g] * capacities[d]
+                and load[d] < ceil[d]
+                and (load[d] < share[d] or load[g] > share[g])
+            )
+
+        return self._chain([g for g in range(n) if standbys[g] / capacities[g] > least], evens_standbys)
+
+    def _chain(self, givers: list[int], takes: Callable[[int, int], bool]) -> bool:
+        """The shortest chain (breadth first, clients in order) from a giver (most loaded first) to a
+        client d with takes(giver, d); applied, True, if there is one."""
+        if not givers:
+            return False
+        load, capacities, n = self.load, self.capacities, len(self.load)
+        held = self._standbys_by_client()
+        for g in sorted(givers, key=lambda c: (-load[c] / capacities[c], c)):
+            came_from: dict[int, tuple[int, int]] = {}  # client -> (client it took from, task)
+            frontier = [g]
+            while frontier:
+                next_frontier = []
+                for c in frontier:
+                    on_path = self._chain_tasks(came_from, c, g)
+                    for t in held[c]:
+                        if t in on_path:
+                            continue
+                        fits = self._fits_instead(t, c)
+                        for d in range(n):
+                            if d == g or d in came_from or not fits(d):
+                                continue
+                            came_from[d] = (c, t)
+                            if takes(g, d):
+                                self._apply_chain(came_from, d, g)
+                                return True
+                            next_frontier.append(d)
+                frontier = next_frontier
+        return False
+
+    @staticmethod
+    def _chain_tasks(came_from: dict[int, tuple[int, int]], c: int, g: int) -> set[int]:
+        tasks: set[int] = set()
+        while c != g:
+            c, t = came_from[c]
+            tasks.add(t)
+        return tasks
+
+    def _apply_chain(self, came_from: dict[int, tuple[int, int]], d: int, g: int) -> None:
+        while d != g:
+            c, t = came_from[d]
+            self._move(t, c, d)
+            d = c
 
     def _even_out(self) -> bool:
         """Where the shares cannot be reached (the tag rule confines replicas to some zones), Kafka's own
