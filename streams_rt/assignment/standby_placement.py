@@ -444,19 +444,10 @@ class _Placement:
             return True
         if load == share:
             return False
-        ceil, active_load = self.ceil_share, self.active_load
-        standbys = [load[c] - active_load[c] for c in range(n)]
+        standbys = [load[c] - self.active_load[c] for c in range(n)]
         least = min((standbys[d] + 1) / capacities[d] for d in range(n))
-
-        def evens_standbys(g: int, d: int) -> bool:
-            return (
-                (standbys[d] + 1) * capacities[g] < standbys[g] * capacities[d]
-                and (load[d] + 1) * capacities[g] <= load[g] * capacities[d]
-                and load[d] < ceil[d]
-                and (load[d] < share[d] or load[g] > share[g])
-            )
-
-        return self._chain([g for g in range(n) if standbys[g] / capacities[g] > least], evens_standbys)
+        return self._chain([g for g in range(n) if standbys[g] / capacities[g] > least],
+                           lambda g, d: self._evens_standbys(standbys, g, d))
 
     def _chain(self, givers: list[int], takes: Callable[[int, int], bool]) -> bool:
         """The shortest chain (breadth first, clients in order) from a giver (most loaded first) to a
@@ -534,32 +525,34 @@ class _Placement:
                 any_moved = True
         return any_moved
 
+    def _evens_standbys(self, standbys: Sequence[int], g: int, d: int) -> bool:
+        """A standby from g to d leaves d with fewer standbys per capacity unit than g had, d within its
+        ceil and not above g's load per capacity unit, and the loads no further from the shares."""
+        load, capacities, share = self.load, self.capacities, self.share
+        return (
+            (standbys[d] + 1) * capacities[g] < standbys[g] * capacities[d]
+            and (load[d] + 1) * capacities[g] <= load[g] * capacities[d]
+            and load[d] < self.ceil_share[d]
+            and (load[d] < share[d] or load[g] > share[g])
+        )
+
     def _even_standbys(self) -> bool:
         """Where the loads leave a choice (the shares cannot all be reached), the standbys alone as even
         per capacity unit as they can be: a standby moves to a client that then holds fewer per capacity
         unit than its giver did, where the taker, with it, stays within its ceil and not above the
         giver's load per capacity unit, and the loads come no further from the shares. Returns whether
         anything moved."""
-        load, capacities, share, ceil = self.load, self.capacities, self.share, self.ceil_share
+        load, capacities = self.load, self.capacities
         n = len(load)
-        if load == share:
+        if load == self.share:
             return False  # every move would take a giver below its share and a taker above its own
         standbys = [load[c] - self.active_load[c] for c in range(n)]
         by_level = sorted(range(n), key=lambda c: (standbys[c] / capacities[c], c))
-
-        def fits_level(g: int, d: int) -> bool:
-            return (
-                (standbys[d] + 1) * capacities[g] < standbys[g] * capacities[d]
-                and (load[d] + 1) * capacities[g] <= load[g] * capacities[d]
-                and load[d] < ceil[d]
-                and (load[d] < share[d] or load[g] > share[g])
-            )
-
         held = self._standbys_by_client()
         any_moved = False
         for g in reversed(by_level):
             for t in list(held[g]):
-                takers = [d for d in by_level if fits_level(g, d)]
+                takers = [d for d in by_level if self._evens_standbys(standbys, g, d)]
                 if not takers:
                     break
                 fits = self._fits_instead(t, g)
