@@ -68,6 +68,7 @@ def measure(system: System, run: Run, expected: Expected, timeout_s: float, resu
         procs.stop()
         watch.close()
     wrong = watch.mismatches(expected)
+    print_batch_durations(system.name, run)
     if not verified:
         keys = sum(1 for c in expected.counts if c)
         print(f"  {system.name}: output WRONG or incomplete ({reason}): {wrong:,} of {keys:,} keys differ, "
@@ -79,6 +80,13 @@ def measure(system: System, run: Run, expected: Expected, timeout_s: float, resu
         note += f", first {expected.records:,} records only"
     results.add(Figure(system.name, THROUGHPUT, rate, "records/s", note=note))
     results.add(Figure(system.name, RSS, procs.peak_rss / 2**20, "MB", higher_is_better=False))
+
+
+def print_batch_durations(name: str, run: Run) -> None:
+    """What streams_rt's bench app wrote of its micro-batches' durations (bench/peers/apps)."""
+    durations = run.work / "batch-durations.txt"
+    if durations.exists():
+        print(f"  {name}: {durations.read_text()}", file=sys.stderr)
 
 
 def measure_latency(system: System, run: Run, keys: int, rate: float, seconds: float, results: Results) -> None:
@@ -97,6 +105,7 @@ def measure_latency(system: System, run: Run, keys: int, rate: float, seconds: f
     finally:
         procs.stop()
         watch.close()
+    print_batch_durations(system.name, run)
     timed = tracker.timed()
     note = f"{len(tracker.samples):,} of {timed:,} timed records"
     if not verified or len(tracker.samples) < timed or len(tracker.samples) < 100:

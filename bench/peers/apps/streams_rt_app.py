@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 import uuid
@@ -41,6 +42,12 @@ ADD_HOST_FILE, SCALE_OUT_FILE = "add-host", "scale-out.json"
 # counted here and shown beside the figures, so a runtime bug (as once the source's commit of a batch
 # planned for a task that was moving, fixed in e319932) is reported rather than ends the run.
 RESTARTS_FILE = "query-restarts"
+# Where the micro-batches' time went (Spark's durationMs, median of the recent batches with input),
+# rewritten every DURATIONS_EVERY_S (the app is stopped by SIGTERM to its whole process tree, the
+# Spark JVM too, so there is no asking Spark at exit); bench/peers/run.py prints it (the cost behind
+# our latency and batch cadence).
+DURATIONS_FILE = "batch-durations.txt"
+DURATIONS_EVERY_S = 5.0
 
 
 def add(key: str, amount: str, agg: list[int]) -> list[int]:
@@ -126,6 +133,18 @@ def scale_out(runtime: StreamsRuntime, hosts: int, work: Path) -> None:
     print(f"scale-out: {report}", flush=True)
 
 
+def batch_durations(query: StreamingQuery) -> str:
+    """Spark's durationMs of the recent micro-batches that had input, as medians (ms), longest first."""
+    batches = [p for p in query.recentProgress if p.get("numInputRows", 0) > 0]
+    if not batches:
+        return "no micro-batch with input in Spark's recent progress"
+    phases = {name for p in batches for name in p["durationMs"]}
+    medians = {name: statistics.median(p["durationMs"].get(name, 0) for p in batches) for name in phases}
+    rows = statistics.median(p["numInputRows"] for p in batches)
+    return (f"median of the last {len(batches)} micro-batches with input ({rows:,.0f} rows each), ms: "
+            + ", ".join(f"{name} {ms:,.0f}" for name, ms in sorted(medians.items(), key=lambda kv: -kv[1])))
+
+
 def start_query(runtime: StreamsRuntime) -> StreamingQuery:
     return runtime.stream().writeStream.foreachBatch(drain).trigger(processingTime="0 seconds").start()
 
@@ -157,8 +176,11 @@ def main() -> None:
     try:
         wait_for_group(runtime.app.coordinator, args.hosts, GROUP_READY_TIMEOUT_S)
         query = start_query(runtime)
-        scaled, restarts = False, 0
+        scaled, restarts, durations_at = False, 0, time.monotonic()
         while True:
+            if time.monotonic() - durations_at > DURATIONS_EVERY_S:
+                (work / DURATIONS_FILE).write_text(batch_durations(query))
+                durations_at = time.monotonic()
             if not query.isActive:
                 error = query.exception()
                 if error is None:
