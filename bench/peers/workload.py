@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tqdm import tqdm
 
 PARTITIONS = 4
+DRAIN_IDLE_S = 5.0  # OutputWatch.drain gives up after this long without a record
 FIRST_OUTPUT_WINDOW_MS = 100  # the first burst of output: its records are not counted in the rate
 
 
@@ -104,20 +105,24 @@ class OutputWatch:
             return -1
 
     def drain(self) -> None:
-        """Read up to the current end of every partition."""
+        """Read up to the current end of every partition. Done by the consumer's position, not by the
+        last record's offset: a transactional writer (exactly_once_v2) ends a partition with a commit
+        marker no consumer is handed. Gives up after DRAIN_IDLE_S without a record: a transaction
+        still open (a killed writer's, until the broker aborts it) holds the rest back, and the
+        caller asks again."""
+        every = [KafkaTopicPartition(self.topic, p) for p in range(PARTITIONS)]
         ends = {p: self._consumer.get_watermark_offsets(KafkaTopicPartition(self.topic, p), timeout=10)[1]
                 for p in range(PARTITIONS)}
-        positions = {p.partition: p.offset for p in self._consumer.position(
-            [KafkaTopicPartition(self.topic, p) for p in range(PARTITIONS)])}
-        pending = {p for p in range(PARTITIONS) if ends[p] > max(positions.get(p, 0), 0)}
-        while pending:
-            for m in self._consumer.consume(100_000, 1.0):
-                partition, offset = m.partition(), m.offset()
-                if m.error() is not None or partition is None or offset is None:
-                    continue
-                self._take(m.key(), m.value(), m.timestamp()[1])
-                if offset + 1 >= ends[partition]:
-                    pending.discard(partition)
+        idle_since = time.monotonic()
+        while any(max(tp.offset, 0) < ends[tp.partition] for tp in self._consumer.position(every)):
+            batch = self._consumer.consume(100_000, 1.0)
+            for m in batch:
+                if m.error() is None and m.partition() is not None and m.offset() is not None:
+                    self._take(m.key(), m.value(), m.timestamp()[1])
+            if batch:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > DRAIN_IDLE_S:
+                return
 
     def _take(self, key: bytes | None, value: bytes | None, ts: int) -> None:
         self.outputs += 1
