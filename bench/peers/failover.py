@@ -33,12 +33,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Producer
-
 from bench.peers.latency import WARM_UP_S, Feed, LatencyTracker, feed
 from bench.peers.processes import SystemProcesses, descendants
 from bench.peers.systems import APPS, KSTREAMS_BUILD, QUIET_JAVA, QUIX_PYTHON, Run, environment
-from bench.peers.workload import OutputWatch, create_topics, wait_for_output
+from bench.peers.workload import OutputWatch, bulk_producer, create_topics, wait_for_output
 
 KILL_AFTER_S = 10.0  # into the timed part of the feed
 AFTER_KILL_MS = 1000.0  # the records whose latency makes the figure: produced this soon after the kill
@@ -124,9 +122,7 @@ FAILOVERS = [
 
 def preload_state(bootstrap: str, topic: str, records: int) -> None:
     """`records` records of `records` keys of their own (STATE_KEY), partitioned as the feed's."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1_000_000,
-                         "queue.buffering.max.messages": 1_000_000, "compression.type": "lz4",
-                         "partitioner": "murmur2_random"})
+    producer = bulk_producer(bootstrap)
     for i in range(records):
         while True:
             try:

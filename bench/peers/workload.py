@@ -47,6 +47,13 @@ def create_topics(bootstrap: str, input_topic: str, outputs: list[str]) -> None:
         future.result()
 
 
+def bulk_producer(bootstrap: str) -> Producer:
+    """A producer for loading input fast, partitioning by murmur2 as Java clients do."""
+    return Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1_000_000,
+                     "queue.buffering.max.messages": 1_000_000, "compression.type": "lz4",
+                     "partitioner": "murmur2_random"})
+
+
 def produce(bootstrap: str, topic: str, records: int, keys: int, seed: int = 7) -> Expected:
     """`records` records with uniformly drawn keys, partitioned by murmur2 as Java clients do (so any
     system, Python or JVM, finds a key in the partition it expects)."""
@@ -54,9 +61,7 @@ def produce(bootstrap: str, topic: str, records: int, keys: int, seed: int = 7) 
     counts, sums = [0] * keys, [0] * keys
     names = [key_name(i).encode() for i in range(keys)]
     amounts = [str(a).encode() for a in range(1000)]
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1_000_000,
-                         "queue.buffering.max.messages": 1_000_000, "compression.type": "lz4",
-                         "partitioner": "murmur2_random"})
+    producer = bulk_producer(bootstrap)
     with tqdm(total=records, desc="produce", unit="rec", unit_scale=True, leave=False) as bar:
         for i in range(records):
             k, a = rng.randrange(keys), rng.randrange(1000)
