@@ -207,19 +207,35 @@ class LocalApplication:
                          tls_root_certs=ControlPlaneSettings.from_properties(self.properties).client_root_certs())
 
     def wait_until_running(self, loop: BatchLoop, timeout_s: float = 120.0) -> None:
-        """Until every task is RUNNING on some host (and the group is stable)."""
+        """Until every task is RUNNING on some host and the group is settled: STABLE, every live
+        host a member that has reported, no revocation pending. Tasks all RUNNING alone is not
+        enough: the first host can run everything a moment before the next one joins, and that
+        join's rebalance would then refuse the caller's first batches."""
         deadline = time.monotonic() + timeout_s
         while True:
             for host in self.hosts.values():
                 if not host.alive:
                     raise HostFailed(f"host {host.name} exited with {host.proc.returncode}:\n{host.log_tail()}")
             _, statuses = loop.status()
-            if statuses and all(s.phase == RUNNING for s in statuses.values()):
+            unsettled = self._unsettled()
+            if statuses and all(s.phase == RUNNING for s in statuses.values()) and unsettled is None:
                 return
             if time.monotonic() > deadline:
                 phases = {str(t): s.phase for t, s in sorted(statuses.items())}
-                raise TimeoutError(f"tasks not running after {timeout_s} s: {phases}")
+                raise TimeoutError(f"tasks not running after {timeout_s} s: {phases}; group: {unsettled or 'settled'}")
             time.sleep(0.1)
+
+    def _unsettled(self) -> str | None:
+        """Why the group is not settled yet (None: it is), from the coordinator's operator view."""
+        view = self.coordinator.status()
+        if view["state"] != "STABLE":
+            return f"state {view['state']}"
+        reported = {h["endpoint"] for h in view["hosts"]}
+        missing = sorted(h.name for h in self.hosts.values() if h.endpoint not in reported)
+        if missing:
+            return f"not yet a reporting member: {', '.join(missing)}"
+        revoking = sorted(h["name"] for h in view["hosts"] if h["revoke"])
+        return f"revoking on {', '.join(revoking)}" if revoking else None
 
     def owners(self, loop: BatchLoop) -> dict[TaskId, str | None]:
         _, statuses = loop.status()
