@@ -103,7 +103,10 @@ class InputReader:
             if sum(map(len, found.values())) >= chunk_records:
                 yield found
                 found = {tp: [] for tp in found}
-            messages = self.consumer.consume(CONSUME_BATCH, 0.2)
+            # consume() returns once it has that many messages or its timeout passed: asking for
+            # more than the ranges hold would wait out the timeout at every batch's end.
+            wanted = min(CONSUME_BATCH, max(1, sum(end - start for start, end in pending.values())))
+            messages = self.consumer.consume(wanted, 0.2)
             if not messages:
                 if time.monotonic() > deadline:
                     raise InputUnavailable(f"no progress reading {_describe(pending)} for {timeout_s:.0f} s")
@@ -140,6 +143,8 @@ class InputReader:
                 found[tp].append(message)
                 if offset + 1 >= end:
                     del pending[tp]
+                else:
+                    pending[tp] = (offset + 1, end)
         if any(found.values()):
             yield found
 
@@ -164,6 +169,8 @@ class InputReader:
             del pending[tp]
         elif cut and offsets[cut - 1] + 1 >= end:
             del pending[tp]
+        elif first < cut:
+            pending[tp] = (offsets[cut - 1] + 1, end)
 
     def _report_gap(self, tp: TopicPartition, start: int, first: int) -> None:
         """A range's first record comes after its start. Under read_committed that is mostly
