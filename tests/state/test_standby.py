@@ -12,6 +12,7 @@ import pytest
 
 from streams_rt.protocol import TaskId
 from streams_rt.state import Mode, StateConfig, StateUpdater, StoreClosedError, TaskState, ensure_changelog_topics
+from streams_rt.state.errors import ChangelogError
 from tests.state.child import SPECS, expected_kv, expected_windows
 from tests.state.conftest import Children, StateHost, wait_for_line
 
@@ -115,6 +116,39 @@ def test_promotion_reads_only_records_the_standby_missed(make_config: Callable[.
             assert dict(standby.kv_store("kv").all()) == {b"k%d" % i: b"v%d" % i for i in range(80)}
         finally:
             standby.close()
+
+
+@pytest.mark.filterwarnings("ignore:Producer abort_transaction failed during close")  # the fenced old owner
+def test_a_standby_fenced_ahead_aborts_the_old_owners_open_transaction_and_is_promoted_with_that_writer(
+        make_config: Callable[..., StateConfig]) -> None:
+    """TaskState.fence(), as the host calls it for every standby of a failover at once: the old
+    owner can no longer commit, its open transaction is aborted (its writes never restored), and the
+    promoted task commits with the writer fence() made."""
+    writer_config, standby_config = make_config("w"), make_config("s")
+    ensure_changelog_topics(writer_config.bootstrap_servers,
+                            [s.changelog(writer_config.application_id) for s in SPECS], 1)
+    with StateHost(writer_config) as writer_host, StateHost(standby_config) as host:
+        active = writer_host.active(TASK, SPECS)
+        standby = host.standby(TASK, SPECS)
+        updater = StateUpdater(host.reader, standby_config.commit_interval_ms)
+        updater.add_standby(standby, 0)
+        try:
+            for i in range(20):
+                active.kv_store("kv").put(b"k%d" % i, b"v%d" % i)
+            active.commit()
+            for i in range(20, 30):  # sent in a transaction the old owner never commits
+                active.kv_store("kv").put(b"k%d" % i, b"v%d" % i)
+            standby.fence()
+            with pytest.raises(ChangelogError):  # the old owner is fenced: its transaction never commits
+                active.commit()
+            _poll_until(updater, lambda: standby.lag() == 0)
+            _promote(updater, standby)
+            assert dict(standby.kv_store("kv").all()) == {b"k%d" % i: b"v%d" % i for i in range(20)}
+            standby.kv_store("kv").put(b"after", b"promotion")
+            standby.commit()  # the writer made by fence() is the promoted task's
+        finally:
+            standby.close()
+            active.close(clean=False)
 
 
 def test_a_standby_paused_behind_a_restore_is_promoted_and_restores(make_config: Callable[..., StateConfig]) -> None:
