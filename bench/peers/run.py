@@ -164,6 +164,9 @@ def main() -> None:
                         help="timed seconds of input at half streams_rt's throughput (0: no latency figures)")
     parser.add_argument("--failover-seconds", type=float, default=30.0,
                         help="timed seconds of input for the failover figures (0: none)")
+    parser.add_argument("--failover-rate", type=float, default=failover.DEFAULT_RATE,
+                        help="input records/s of the failover runs, the same for every system "
+                             "(bench/peers/failover.py)")
     parser.add_argument("--failover-state", type=int, default=2_000_000,
                         help="records of distinct keys each system processes before the failover feed: the "
                              "state a lost worker's tasks restore without a standby (bench/peers/failover.py)")
@@ -202,7 +205,7 @@ def main() -> None:
             for i, case in enumerate(f for f in failover.FAILOVERS if f.system in names):
                 run = Run(bootstrap, f"peers-failover-input-{i}-{stamp}", f"peers-failover-output-{i}-{stamp}",
                           work / f"failover-{i}", int(ours * 5))
-                measure_failover(case, run, args.keys, ours / 2, args.failover_seconds, args.failover_state,
+                measure_failover(case, run, args.keys, args.failover_rate, args.failover_seconds, args.failover_state,
                                  results)
         if args.scale_out and ours is not None and ours == ours:
             names = {s.name for s in wanted}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import statistics
 import sys
 import time
@@ -32,6 +33,7 @@ from pyspark.sql import DataFrame  # noqa: E402
 from pyspark.sql.streaming.query import StreamingQuery  # noqa: E402
 
 from streams_rt.coordinator.service import Coordinator  # noqa: E402
+from streams_rt.rpc.batches import BatchError, HostClient  # noqa: E402
 from streams_rt.spark.runtime import StreamsRuntime  # noqa: E402
 from streams_rt.topology import Serdes, StreamsBuilder, Topology  # noqa: E402
 
@@ -42,7 +44,8 @@ ADD_HOST_FILE, SCALE_OUT_FILE = "add-host", "scale-out.json"
 # counted here and shown beside the figures, so a runtime bug (as once the source's commit of a batch
 # planned for a task that was moving, fixed in e319932) is reported rather than ends the run.
 RESTARTS_FILE = "query-restarts"
-# Where the micro-batches' time went (Spark's durationMs, median of the recent batches with input),
+# Where the micro-batches' time went (Spark's durationMs, median of the recent batches with input,
+# and the hosts' split of their task batches),
 # rewritten every DURATIONS_EVERY_S (the app is stopped by SIGTERM to its whole process tree, the
 # Spark JVM too, so there is no asking Spark at exit); bench/peers/run.py prints it (the cost behind
 # our latency and batch cadence).
@@ -145,6 +148,41 @@ def batch_durations(query: StreamingQuery) -> str:
             + ", ".join(f"{name} {ms:,.0f}" for name, ms in sorted(medians.items(), key=lambda kv: -kv[1])))
 
 
+class HostTimings:
+    """Where the hosts' task batches spent their time lately (BatchTimings summed over hosts and
+    tasks, since the previous look), in ms per task batch: what addBatch holds besides Spark's own
+    scheduling."""
+
+    FIELDS = ("batches", "records", "consume_s", "process_s", "flush_s", "commit_s")
+
+    def __init__(self, runtime: StreamsRuntime) -> None:
+        self._runtime = runtime
+        self._before: dict[str, dict[str, float]] = {}
+
+    def recent(self) -> str:
+        app = self._runtime.app
+        window = dict.fromkeys(self.FIELDS, 0.0)
+        for name, host in list(app.hosts.items()):
+            if host.endpoint is None or not host.alive:
+                continue
+            try:
+                with HostClient(host.endpoint, timeout_s=5, secret=app.coordinator.secret) as client:
+                    now = client.status()["batches"]
+            except BatchError:
+                continue  # a host killed or moving: the others still tell
+            before = self._before.get(name, {})
+            for field in self.FIELDS:
+                window[field] += now[field] - before.get(field, 0.0)
+            self._before[name] = now
+        batches = window["batches"]
+        if batches <= 0:
+            return "hosts: no task batch since the last look"
+        return (f"hosts, last {DURATIONS_EVERY_S:.0f} s: {batches:,.0f} task batches of "
+                f"{window['records'] / batches:,.0f} records on average, ms per task batch: "
+                + ", ".join(f"{field.removesuffix('_s')} {window[field] / batches * 1000:,.0f}"
+                            for field in self.FIELDS[2:]))
+
+
 def start_query(runtime: StreamsRuntime) -> StreamingQuery:
     return runtime.stream().writeStream.foreachBatch(drain).trigger(processingTime="0 seconds").start()
 
@@ -161,6 +199,9 @@ def main() -> None:
     parser.add_argument("--acceptable-recovery-lag", type=int, default=10_000)
     parser.add_argument("--guarantee", default="at_least_once", help="processing.guarantee")
     args = parser.parse_args()
+    # The coordinator's rounds (what moved and why) and the sources' retries, timestamped, in the system's log.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("streams_rt").setLevel(logging.INFO)
     work = Path(args.work)
     spark = build_session("local[2]", "peers-streams-rt")
     spark.sparkContext.setLogLevel("ERROR")
@@ -177,9 +218,10 @@ def main() -> None:
         wait_for_group(runtime.app.coordinator, args.hosts, GROUP_READY_TIMEOUT_S)
         query = start_query(runtime)
         scaled, restarts, durations_at = False, 0, time.monotonic()
+        timings = HostTimings(runtime)
         while True:
             if time.monotonic() - durations_at > DURATIONS_EVERY_S:
-                (work / DURATIONS_FILE).write_text(batch_durations(query))
+                (work / DURATIONS_FILE).write_text(f"{batch_durations(query)}\n  {timings.recent()}")
                 durations_at = time.monotonic()
             if not query.isActive:
                 error = query.exception()
