@@ -128,7 +128,6 @@ class HostSettings:
         )
 
 
-
 def fence_ahead(promoting: list[TaskState]) -> None:
     """Fence the previous owners of the standbys about to be promoted all at once (TaskState.fence):
     one after another, a failover's promotions took half a second or more each. A fencing that
@@ -148,6 +147,7 @@ def _try_fence(state: TaskState) -> Exception | None:
         return None
     except Exception as e:  # noqa: BLE001 - reported by fence_ahead; promote() meets it again
         return e
+
 
 class TaskHost:
     def __init__(self, settings: HostSettings, topology: Topology, layout: TopologyLayout,
