@@ -199,7 +199,7 @@ def main() -> None:
     parser.add_argument("--acceptable-recovery-lag", type=int, default=10_000)
     parser.add_argument("--guarantee", default="at_least_once", help="processing.guarantee")
     args = parser.parse_args()
-    # The coordinator's rounds (what moved and why) and the sources' retries, timestamped, in the system's log.
+    # The runtime's INFO lines (the coordinator's rounds: what moved and why), timestamped, in the system's log.
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("streams_rt").setLevel(logging.INFO)
     work = Path(args.work)
