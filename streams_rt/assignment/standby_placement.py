@@ -23,7 +23,10 @@ already used by the task's active and replicas, until a tag has no unused value 
 stops constraining). When no client passes, the client that adds the most unused values is taken
 (least loaded first), and the rule is checked again for the next replica. With several keys the rule
 depends on the order replicas are taken in; replicas are chosen as the next round's sticky pass will
-keep them, so an unchanged group keeps its standbys."""
+keep them, so an unchanged group keeps its standbys, and a replica adding fewer unused values than
+another client would in its place gives way to it. A balancing move goes to a client the rule allows
+or, where the giver was not one, to one adding as many unused values: it never raises the task's tag
+deficit."""
 
 from __future__ import annotations
 
@@ -218,6 +221,44 @@ class _Placement:
             avoid |= chosen - set(kept)
             holding, target = kept, None
         self.standby_of[t] = chosen
+        if len(spread.keys) > 1:
+            self._lower_deficit(t)
+
+    def _lower_deficit(self, t: int) -> bool:
+        """With several tag keys, replica by replica the rule can end on a set that covers fewer values
+        than another would (a sticky holder kept because it adds a value, where a pair of others adds
+        two): while a replica adds fewer unused values than some other client would in its place, the
+        least loaded such client takes it, where the next round's sticky pass keeps the result. Returns
+        whether any did."""
+        assert self.spread is not None
+        spread, a, holders = self.spread, self.active[t], self.standby_of[t]
+        load, capacities = self.load, self.capacities
+        full = len(spread.keys)
+        improved, any_improved = True, False
+        while improved:
+            improved = False
+            for c in sorted(holders):
+                used = spread.used_without(holders, c, a)
+                own = spread.score(used, c)
+                if own == full:
+                    continue
+                others = holders - {c}
+                better = sorted(
+                    (d for d in range(len(load)) if d != a and d not in holders and spread.score(used, d) > own),
+                    key=lambda d: (load[d] / capacities[d], d),
+                )
+                d = next((d for d in better if self._kept_whole(t, others | {d})), None)
+                if d is not None:
+                    self._move(t, c, d)
+                    improved = any_improved = True
+                    break
+        return any_improved
+
+    def _kept_whole(self, t: int, holders: set[int]) -> bool:
+        """Whether the next round's sticky pass (holders in process-id order) keeps all of `holders`."""
+        assert self.spread is not None
+        kept = self._keep(t, sorted(holders), self.spread.start(self.active[t]), set(), len(holders))
+        return len(kept) == len(holders)
 
     def _keep(self, t: int, holders: Sequence[int], used: Used, taken: set[int], slots: int) -> list[int]:
         """Which sticky holders stay, at most `slots` (taking them into `used`; `taken` already hold a
@@ -309,12 +350,13 @@ class _Placement:
         if len(spread.keys) == 1:
             return lambda d: d != a and d not in holders and spread.allows(used, d)
         others = holders - {giver}
+        # Where no client passes the rule, one adding as many unused values as the giver (the task's
+        # tag deficit unchanged): the sticky pass keeps such a holder, so the balance may move it.
+        least = spread.score(used, giver)
 
         def fits(d: int) -> bool:
-            if d == a or d in holders or not spread.allows(used, d):
-                return False
-            after = sorted(others | {d})
-            return len(self._keep(t, after, spread.start(a), set(), len(after))) == len(after)
+            return (d != a and d not in holders and spread.score(used, d) >= least
+                    and self._kept_whole(t, others | {d}))
 
         return fits
 
@@ -339,16 +381,25 @@ class _Placement:
         # criterion, not that stricter one), so that argument does not hold; the passes are bounded
         # there (never reached in the tests and benchmarks: every pass moves something, and a pass at
         # the bound is a fixpoint only if it moved nothing).
-        passes = 0 if len(set(self.capacities)) == 1 else 4 * (len(self.load) + sum(map(len, self.standby_of)))
-        while (
-            self._move_down(self.ceil_share, self.ceil_share)
-            | self._move_down(self.share, self.share)
-            | self._even_out()
-            | self._even_standbys()
-        ) or self._chains():
-            passes -= 1
-            if passes == 0:
-                break
+        # With several tag keys a move between clients adding as many unused values can leave a task
+        # where one replica could now give way to a client adding more: the deficits are lowered
+        # again and the passes rerun, until none is lowered (each round lowers the total deficit,
+        # and no move raises it, so this ends too).
+        while True:
+            passes = 0 if len(set(self.capacities)) == 1 else 4 * (len(self.load) + sum(map(len, self.standby_of)))
+            while (
+                self._move_down(self.ceil_share, self.ceil_share)
+                | self._move_down(self.share, self.share)
+                | self._even_out()
+                | self._even_standbys()
+            ) or self._chains():
+                passes -= 1
+                if passes == 0:
+                    break
+            if self.spread is None or len(self.spread.keys) == 1:
+                return
+            if not [t for t, holders in enumerate(self.standby_of) if holders and self._lower_deficit(t)]:
+                return
 
     def _standbys_by_client(self) -> list[list[int]]:
         """Each client's standby tasks, in task order (what the balancing passes give from)."""
