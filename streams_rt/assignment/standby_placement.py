@@ -577,13 +577,15 @@ class _Placement:
         return any_moved
 
     def _evens_standbys(self, standbys: Sequence[int], g: int, d: int) -> bool:
-        """A standby from g to d leaves d with fewer standbys per capacity unit than g had, d within its
-        ceil and not above g's load per capacity unit, and the loads no further from the shares."""
-        load, capacities, share = self.load, self.capacities, self.share
+        """A standby from g to d leaves d with fewer standbys per capacity unit than g had, d not above
+        g's load per capacity unit and within its ceil (or g above its own: where the tag rule holds
+        both above their ceils, the excess only changes hands), and the loads no further from the
+        shares."""
+        load, capacities, share, ceil = self.load, self.capacities, self.share, self.ceil_share
         return (
             (standbys[d] + 1) * capacities[g] < standbys[g] * capacities[d]
             and (load[d] + 1) * capacities[g] <= load[g] * capacities[d]
-            and load[d] < self.ceil_share[d]
+            and (load[d] < ceil[d] or load[g] > ceil[g])
             and (load[d] < share[d] or load[g] > share[g])
         )
 

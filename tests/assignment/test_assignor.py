@@ -587,3 +587,19 @@ def test_under_two_tag_keys_the_standbys_cover_what_they_can_and_even_out_among_
     again = assign(tasks, back, {t: 0 for t in tasks}, configs, EAGER, 0)
     assert {p: a.standby for p, a in again.clients.items()} == {p: a.standby for p, a in r.clients.items()}
 
+
+def test_zones_the_tag_rule_holds_above_their_ceils_even_out_their_standbys_between_them() -> None:
+    """One standby, zones a (one client, 2 threads), b (four clients, 10 threads) and c (one client, 3
+    threads): the standbys of the ten tasks running in zone b must go to a or c, both above the ceils
+    of their shares. Moving a standby from a to c kept c within its ceil only if it was there before,
+    so a held 5 (5/2 per thread) next to c's 5 (5/3); shifting the excess between them leaves both at 2
+    per thread."""
+    where = [(2, "a"), (3, "b"), (3, "b"), (3, "b"), (3, "c"), (1, "b")]
+    tasks = [TaskId(0, p) for p in range(16)]
+    states = [ClientState(uuid.UUID(int=i + 1), cap, {"zone": z}) for i, (cap, z) in enumerate(where)]
+    configs = AssignmentConfigs(num_standby_replicas=1, rack_aware_assignment_tags=("zone",))
+    r = assign(tasks, states, {t: 0 for t in tasks}, configs, EAGER, 0)
+    assert [len(r.clients[s.process_id].active) for s in states] == [2, 3, 3, 3, 4, 1]
+    standbys = [Fraction(len(r.clients[s.process_id].standby), s.capacity) for s in states]
+    assert [len(r.clients[s.process_id].standby) for s in states] == [4, 2, 2, 2, 6, 0]
+    assert max(standbys) - min(standbys) == 2, standbys
