@@ -11,7 +11,8 @@
    takers that hold the task's state; where the loads leave a choice, the standbys alone are evened
    out too (with capacities that differ the shares themselves are chosen for that: standby_shares.py).
    Where no direct move is left but one of these would fit between two clients through others, a
-   chain of moves makes it (the middle clients' loads unchanged).
+   chain of moves makes it (the middle clients' loads unchanged). With several tag keys, two replicas
+   of one task may then move at once where neither can alone without raising its tag deficit.
 2. Keep a caught-up replica (KIP-441 for standbys, as Kafka's standby task movements): when the plan
    leaves a task without a caught-up replica while a caught-up client could hold one, that client
    keeps one for now and the planned client becomes a pending standby move, which gets a warm-up from
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from .least_loaded import LeastLoaded
 from .round_inputs import RoundInputs
@@ -40,6 +42,7 @@ from .thread_balance import balanced_counts
 from .warmups import PendingMove
 
 Used = list[set[str | None]]  # per tag key, the values a task's active and replicas use
+PAIR_TAKERS = 8  # takers a pair move tries (see _Placement._pair_moves)
 
 
 class _TagSpread:
@@ -164,6 +167,7 @@ class _Placement:
         self.least_loaded = LeastLoaded(range(inputs.n_clients), self.load, self.capacities)
         tag_keys = inputs.configs.rack_aware_assignment_tags
         self.spread = _TagSpread([s.tags for s in inputs.clients], tag_keys) if tag_keys else None
+        self.pair_budget = per_task * n_tasks  # pair moves per round (see _pair_moves)
 
     def place_untagged(self, tasks: Sequence[int], pending_target: Mapping[int, int]) -> None:
         """The hot path, kept in one loop."""
@@ -392,7 +396,7 @@ class _Placement:
                 | self._move_down(self.share, self.share)
                 | self._even_out()
                 | self._even_standbys()
-            ) or self._chains():
+            ) or self._chains() or self._pair_moves():
                 passes -= 1
                 if passes == 0:
                     break
@@ -499,6 +503,60 @@ class _Placement:
         least = min((standbys[d] + 1) / capacities[d] for d in range(n))
         return self._chain([g for g in range(n) if standbys[g] / capacities[g] > least],
                            lambda g, d: self._evens_standbys(standbys, g, d))
+
+    def _deficit(self, a: int, holders: set[int]) -> int:
+        """A task's tag deficit: per key, the values its replicas could cover but do not."""
+        assert self.spread is not None
+        spread, replicas = self.spread, len(holders) + 1
+        return sum(
+            min(replicas, spread.distinct[k]) - len({spread.values[c][k] for c in (a, *holders)})
+            for k in range(len(spread.keys))
+        )
+
+    def _pair_moves(self) -> bool:
+        """Several tag keys, no single move left: two of a task's replicas move at once where neither
+        could alone without raising its tag deficit (a replica of zone c on rack z and one of zone b on
+        rack x trading racks, say). The client with the most standbys per capacity unit gives one to a
+        client that then holds fewer than it did, and another holder of the task gives one to a client
+        that also stays below the giver's level, both takers within the load rules of _evens_standbys,
+        neither giver going below the lowest level: each such move lowers the standby levels sorted
+        from the top, and the spread never widens. At most `pair_budget` per round,
+        as the load passes may rebalance around them; the takers tried are the PAIR_TAKERS with the
+        fewest standbys per capacity unit, so a round's cost stays linear in the tasks."""
+        spread = self.spread
+        if spread is None or len(spread.keys) == 1 or self.pair_budget <= 0:
+            return False
+        load, capacities, n = self.load, self.capacities, len(self.load)
+        standbys = [load[c] - self.active_load[c] for c in range(n)]
+        levels = [Fraction(standbys[c], capacities[c]) for c in range(n)]
+        top, lowest = max(levels), min(levels)
+
+        def spares(c: int) -> bool:  # gives one without going below the lowest level
+            return Fraction(standbys[c] - 1, capacities[c]) >= lowest
+
+        held = self._standbys_by_client()
+        for g in (c for c in range(n) if levels[c] == top and spares(c)):
+            takers = [d for d in range(n) if self._evens_standbys(standbys, g, d)]
+            if not takers:
+                continue
+            takers = sorted(takers, key=lambda d: (standbys[d] / capacities[d], d))[:PAIR_TAKERS]
+            for t in held[g]:
+                a, holders = self.active[t], self.standby_of[t]
+                base = self._deficit(a, holders)
+                for h in sorted(c for c in holders - {g} if spares(c)):
+                    for d in takers:
+                        if d == a or d in holders:
+                            continue
+                        for e in takers:
+                            if e in (a, d) or e in holders:
+                                continue
+                            after = (holders - {g, h}) | {d, e}
+                            if self._deficit(a, after) <= base and self._kept_whole(t, after):
+                                self._move(t, g, d)
+                                self._move(t, h, e)
+                                self.pair_budget -= 1
+                                return True
+        return False
 
     def _chain(self, givers: list[int], takes: Callable[[int, int], bool]) -> bool:
         """The shortest chain (breadth first, clients in order) from a giver (most loaded first) to a

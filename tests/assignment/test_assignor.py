@@ -603,3 +603,24 @@ def test_zones_the_tag_rule_holds_above_their_ceils_even_out_their_standbys_betw
     standbys = [Fraction(len(r.clients[s.process_id].standby), s.capacity) for s in states]
     assert [len(r.clients[s.process_id].standby) for s in states] == [4, 2, 2, 2, 6, 0]
     assert max(standbys) - min(standbys) == 2, standbys
+
+
+def test_two_replicas_of_a_task_move_at_once_where_neither_can_alone_under_two_tag_keys() -> None:
+    """Zones a, b, c and racks y, x, z: (a, y) 3 threads, (a, x), (b, x), (b, z), (c, z) 1 thread, (c, x);
+    two standbys, 16 tasks. A task running on (a, y) with standbys on (b, x) and (c, z) covers every
+    value; moving either standby alone repeats a rack, but (b, z) and (c, x) together cover them as
+    well. Single moves left the one-thread (c, z) with 6 standbys and the standbys 6 per thread
+    apart; trading racks in pairs brings them within 4, the least spread any placement with these
+    actives reaches at the least tag deficit (2), by exhaustive search. Fed back, nothing changes."""
+    where = [(3, "a", "y"), (2, "a", "x"), (2, "b", "x"), (2, "b", "z"), (1, "c", "z"), (2, "c", "x")]
+    tags = {uuid.UUID(int=i + 1): (z, r) for i, (_, z, r) in enumerate(where)}
+    tasks = [TaskId(0, p) for p in range(16)]
+    states = [ClientState(pid, cap, {"zone": z, "rack": r}) for pid, (cap, z, r) in zip(tags, where, strict=True)]
+    configs = AssignmentConfigs(num_standby_replicas=2, rack_aware_assignment_tags=("zone", "rack"))
+    r = assign(tasks, states, {t: 0 for t in tasks}, configs, EAGER, 0)
+    assert [len(r.clients[p].active) for p in tags] == [4, 2, 3, 3, 1, 3]
+    assert _tag_deficit(r, tags, tasks, 3) == 2
+    standbys = [Fraction(len(r.clients[s.process_id].standby), s.capacity) for s in states]
+    assert max(standbys) - min(standbys) == 4, standbys
+    back = [replace(f, tags=s.tags) for f, s in zip(_fed_back(r, states, 2), states, strict=True)]
+    assert assign(tasks, back, {t: 0 for t in tasks}, configs, EAGER, 0).clients == r.clients
