@@ -624,3 +624,18 @@ def test_two_replicas_of_a_task_move_at_once_where_neither_can_alone_under_two_t
     assert max(standbys) - min(standbys) == 4, standbys
     back = [replace(f, tags=s.tags) for f, s in zip(_fed_back(r, states, 2), states, strict=True)]
     assert assign(tasks, back, {t: 0 for t in tasks}, configs, EAGER, 0).clients == r.clients
+
+
+@pytest.mark.parametrize("keys", [("zone",), ("zone", "rack")])
+def test_with_a_standby_everywhere_rack_tags_leave_the_quotas_chosen_for_the_standbys(keys: tuple[str, ...]) -> None:
+    """As above with rack tags: with as many standbys as clients but one, every client still holds a
+    replica of every task (the tags only order them), so of the equally even quotas the one with the
+    standbys most even is chosen: one and three threads, 46 tasks, standbys within 30 per thread, not
+    31 1/3 (random seeds 30 and 39 of the quality bench, two clients left)."""
+    tasks = [TaskId(0, p) for p in range(46)]
+    tags = [{"zone": "a", "rack": "x"}, {"zone": "b", "rack": "y"}]
+    states = [ClientState(uuid.UUID(int=i + 1), cap, {k: tags[i][k] for k in keys}) for i, cap in enumerate((1, 3))]
+    configs = AssignmentConfigs(num_standby_replicas=2, rack_aware_assignment_tags=keys)
+    r = assign(tasks, states, {t: 0 for t in tasks}, configs, EAGER, 0)
+    standbys = [Fraction(len(r.clients[s.process_id].standby), s.capacity) for s in states]
+    assert max(standbys) - min(standbys) == 30, standbys
