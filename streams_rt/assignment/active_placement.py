@@ -36,7 +36,7 @@ def general_assign(
         quotas = filling_quotas(pool, inputs.subtopology, capacities, prior, inputs.rank)
     elif len(set(capacities)) > 1 or sizes is None:
         configs = inputs.configs
-        everywhere = not configs.rack_aware_assignment_tags and 0 < n - 1 <= configs.num_standby_replicas
+        everywhere = 0 < n - 1 <= configs.num_standby_replicas
         quotas = capacity_quotas(
             len(pool), capacities, inputs.rank, owned_counts(pool, owner, n), sizes, bounds, everywhere
         )

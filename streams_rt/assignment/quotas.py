@@ -9,12 +9,12 @@ the quotas are then as even per thread as the floors and ceils allow (thread_bal
 preference choosing among equally even ones, and what the owners run now staying if it is one of
 them; below the floor (down to the subtopology floors added up, with one subtopology one below) where
 that makes the threads more even still (Kafka's criterion balances per thread and knows no floors;
-never above the ceil). Where every client holds a replica of every task (num.standby.replicas =
-clients - 1, no tags), each task a client runs is a standby less there: of the counts as even per
-thread, those with the standbys most even (with stateless tasks too, where the totals fix the
-threads, the standbys first). With several subtopologies and equal capacities the quotas come out of
-the subtopology targets (spread.py); otherwise the quotas are ones such targets exist for
-(ceil_matching.py).
+never above the ceil). Where every client holds a replica of every task (num.standby.replicas >=
+clients - 1, with rack tags too: they only order the replicas then), each task a client runs is a
+standby less there: of the counts as even per thread, those with the standbys most even (with
+stateless tasks too, where the totals fix the threads, the standbys first). With several
+subtopologies and equal capacities the quotas come out of the subtopology targets (spread.py);
+otherwise the quotas are ones such targets exist for (ceil_matching.py).
 
 Stateless tasks (placed on top of the stateful ones): each client runs the floor or the ceil of its
 capacity share of each stateless subtopology (as Kafka spreads every subtopology), so its quota lies

@@ -11,7 +11,8 @@
    takers that hold the task's state; where the loads leave a choice, the standbys alone are evened
    out too (with capacities that differ the shares themselves are chosen for that: standby_shares.py).
    Where no direct move is left but one of these would fit between two clients through others, a
-   chain of moves makes it (the middle clients' loads unchanged).
+   chain of moves makes it (the middle clients' loads unchanged). With several tag keys, two replicas
+   of one task may then move at once where neither can alone without raising its tag deficit.
 2. Keep a caught-up replica (KIP-441 for standbys, as Kafka's standby task movements): when the plan
    leaves a task without a caught-up replica while a caught-up client could hold one, that client
    keeps one for now and the planned client becomes a pending standby move, which gets a warm-up from
@@ -23,12 +24,16 @@ already used by the task's active and replicas, until a tag has no unused value 
 stops constraining). When no client passes, the client that adds the most unused values is taken
 (least loaded first), and the rule is checked again for the next replica. With several keys the rule
 depends on the order replicas are taken in; replicas are chosen as the next round's sticky pass will
-keep them, so an unchanged group keeps its standbys."""
+keep them, so an unchanged group keeps its standbys, and a replica adding fewer unused values than
+another client would in its place gives way to it. A balancing move goes to a client the rule allows
+or, where the giver was not one, to one adding as many unused values: it never raises the task's tag
+deficit."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from .least_loaded import LeastLoaded
 from .round_inputs import RoundInputs
@@ -37,6 +42,7 @@ from .thread_balance import balanced_counts
 from .warmups import PendingMove
 
 Used = list[set[str | None]]  # per tag key, the values a task's active and replicas use
+PAIR_TAKERS = 8  # takers a pair move tries (see _Placement._pair_moves)
 
 
 class _TagSpread:
@@ -161,6 +167,7 @@ class _Placement:
         self.least_loaded = LeastLoaded(range(inputs.n_clients), self.load, self.capacities)
         tag_keys = inputs.configs.rack_aware_assignment_tags
         self.spread = _TagSpread([s.tags for s in inputs.clients], tag_keys) if tag_keys else None
+        self.pair_budget = per_task * n_tasks  # pair moves per round (see _pair_moves)
 
     def place_untagged(self, tasks: Sequence[int], pending_target: Mapping[int, int]) -> None:
         """The hot path, kept in one loop."""
@@ -218,6 +225,44 @@ class _Placement:
             avoid |= chosen - set(kept)
             holding, target = kept, None
         self.standby_of[t] = chosen
+        if len(spread.keys) > 1:
+            self._lower_deficit(t)
+
+    def _lower_deficit(self, t: int) -> bool:
+        """With several tag keys, replica by replica the rule can end on a set that covers fewer values
+        than another would (a sticky holder kept because it adds a value, where a pair of others adds
+        two): while a replica adds fewer unused values than some other client would in its place, the
+        least loaded such client takes it, where the next round's sticky pass keeps the result. Returns
+        whether any did."""
+        assert self.spread is not None
+        spread, a, holders = self.spread, self.active[t], self.standby_of[t]
+        load, capacities = self.load, self.capacities
+        full = len(spread.keys)
+        improved, any_improved = True, False
+        while improved:
+            improved = False
+            for c in sorted(holders):
+                used = spread.used_without(holders, c, a)
+                own = spread.score(used, c)
+                if own == full:
+                    continue
+                others = holders - {c}
+                better = sorted(
+                    (d for d in range(len(load)) if d != a and d not in holders and spread.score(used, d) > own),
+                    key=lambda d: (load[d] / capacities[d], d),
+                )
+                d = next((d for d in better if self._kept_whole(t, others | {d})), None)
+                if d is not None:
+                    self._move(t, c, d)
+                    improved = any_improved = True
+                    break
+        return any_improved
+
+    def _kept_whole(self, t: int, holders: set[int]) -> bool:
+        """Whether the next round's sticky pass (holders in process-id order) keeps all of `holders`."""
+        assert self.spread is not None
+        kept = self._keep(t, sorted(holders), self.spread.start(self.active[t]), set(), len(holders))
+        return len(kept) == len(holders)
 
     def _keep(self, t: int, holders: Sequence[int], used: Used, taken: set[int], slots: int) -> list[int]:
         """Which sticky holders stay, at most `slots` (taking them into `used`; `taken` already hold a
@@ -309,12 +354,13 @@ class _Placement:
         if len(spread.keys) == 1:
             return lambda d: d != a and d not in holders and spread.allows(used, d)
         others = holders - {giver}
+        # Where no client passes the rule, one adding as many unused values as the giver (the task's
+        # tag deficit unchanged): the sticky pass keeps such a holder, so the balance may move it.
+        least = spread.score(used, giver)
 
         def fits(d: int) -> bool:
-            if d == a or d in holders or not spread.allows(used, d):
-                return False
-            after = sorted(others | {d})
-            return len(self._keep(t, after, spread.start(a), set(), len(after))) == len(after)
+            return (d != a and d not in holders and spread.score(used, d) >= least
+                    and self._kept_whole(t, others | {d}))
 
         return fits
 
@@ -339,16 +385,25 @@ class _Placement:
         # criterion, not that stricter one), so that argument does not hold; the passes are bounded
         # there (never reached in the tests and benchmarks: every pass moves something, and a pass at
         # the bound is a fixpoint only if it moved nothing).
-        passes = 0 if len(set(self.capacities)) == 1 else 4 * (len(self.load) + sum(map(len, self.standby_of)))
-        while (
-            self._move_down(self.ceil_share, self.ceil_share)
-            | self._move_down(self.share, self.share)
-            | self._even_out()
-            | self._even_standbys()
-        ) or self._chains():
-            passes -= 1
-            if passes == 0:
-                break
+        # With several tag keys a move between clients adding as many unused values can leave a task
+        # where one replica could now give way to a client adding more: the deficits are lowered
+        # again and the passes rerun, until none is lowered (each round lowers the total deficit,
+        # and no move raises it, so this ends too).
+        while True:
+            passes = 0 if len(set(self.capacities)) == 1 else 4 * (len(self.load) + sum(map(len, self.standby_of)))
+            while (
+                self._move_down(self.ceil_share, self.ceil_share)
+                | self._move_down(self.share, self.share)
+                | self._even_out()
+                | self._even_standbys()
+            ) or self._chains() or self._pair_moves():
+                passes -= 1
+                if passes == 0:
+                    break
+            if self.spread is None or len(self.spread.keys) == 1:
+                return
+            if not [t for t, holders in enumerate(self.standby_of) if holders and self._lower_deficit(t)]:
+                return
 
     def _standbys_by_client(self) -> list[list[int]]:
         """Each client's standby tasks, in task order (what the balancing passes give from)."""
@@ -449,6 +504,60 @@ class _Placement:
         return self._chain([g for g in range(n) if standbys[g] / capacities[g] > least],
                            lambda g, d: self._evens_standbys(standbys, g, d))
 
+    def _deficit(self, a: int, holders: set[int]) -> int:
+        """A task's tag deficit: per key, the values its replicas could cover but do not."""
+        assert self.spread is not None
+        spread, replicas = self.spread, len(holders) + 1
+        return sum(
+            min(replicas, spread.distinct[k]) - len({spread.values[c][k] for c in (a, *holders)})
+            for k in range(len(spread.keys))
+        )
+
+    def _pair_moves(self) -> bool:
+        """Several tag keys, no single move left: two of a task's replicas move at once where neither
+        could alone without raising its tag deficit (a replica of zone c on rack z and one of zone b on
+        rack x trading racks, say). The client with the most standbys per capacity unit gives one to a
+        client that then holds fewer than it did, and another holder of the task gives one to a client
+        that also stays below the giver's level, both takers within the load rules of _evens_standbys,
+        neither giver going below the lowest level: each such move lowers the standby levels sorted
+        from the top, and the spread never widens. At most `pair_budget` per round,
+        as the load passes may rebalance around them; the takers tried are the PAIR_TAKERS with the
+        fewest standbys per capacity unit, so a round's cost stays linear in the tasks."""
+        spread = self.spread
+        if spread is None or len(spread.keys) == 1 or self.pair_budget <= 0:
+            return False
+        load, capacities, n = self.load, self.capacities, len(self.load)
+        standbys = [load[c] - self.active_load[c] for c in range(n)]
+        levels = [Fraction(standbys[c], capacities[c]) for c in range(n)]
+        top, lowest = max(levels), min(levels)
+
+        def spares(c: int) -> bool:  # gives one without going below the lowest level
+            return Fraction(standbys[c] - 1, capacities[c]) >= lowest
+
+        held = self._standbys_by_client()
+        for g in (c for c in range(n) if levels[c] == top and spares(c)):
+            takers = [d for d in range(n) if self._evens_standbys(standbys, g, d)]
+            if not takers:
+                continue
+            takers = sorted(takers, key=lambda d: (standbys[d] / capacities[d], d))[:PAIR_TAKERS]
+            for t in held[g]:
+                a, holders = self.active[t], self.standby_of[t]
+                base = self._deficit(a, holders)
+                for h in sorted(c for c in holders - {g} if spares(c)):
+                    for d in takers:
+                        if d == a or d in holders:
+                            continue
+                        for e in takers:
+                            if e in (a, d) or e in holders:
+                                continue
+                            after = (holders - {g, h}) | {d, e}
+                            if self._deficit(a, after) <= base and self._kept_whole(t, after):
+                                self._move(t, g, d)
+                                self._move(t, h, e)
+                                self.pair_budget -= 1
+                                return True
+        return False
+
     def _chain(self, givers: list[int], takes: Callable[[int, int], bool]) -> bool:
         """The shortest chain (breadth first, clients in order) from a giver (most loaded first) to a
         client d with takes(giver, d); applied, True, if there is one."""
@@ -526,13 +635,15 @@ class _Placement:
         return any_moved
 
     def _evens_standbys(self, standbys: Sequence[int], g: int, d: int) -> bool:
-        """A standby from g to d leaves d with fewer standbys per capacity unit than g had, d within its
-        ceil and not above g's load per capacity unit, and the loads no further from the shares."""
-        load, capacities, share = self.load, self.capacities, self.share
+        """A standby from g to d leaves d with fewer standbys per capacity unit than g had, d not above
+        g's load per capacity unit and within its ceil (or g above its own: where the tag rule holds
+        both above their ceils, the excess only changes hands), and the loads no further from the
+        shares."""
+        load, capacities, share, ceil = self.load, self.capacities, self.share, self.ceil_share
         return (
             (standbys[d] + 1) * capacities[g] < standbys[g] * capacities[d]
             and (load[d] + 1) * capacities[g] <= load[g] * capacities[d]
-            and load[d] < self.ceil_share[d]
+            and (load[d] < ceil[d] or load[g] > ceil[g])
             and (load[d] < share[d] or load[g] > share[g])
         )
 

@@ -19,8 +19,13 @@ from .harness import Group
 SEEDS = range(120)
 
 
-def _scenario(seed: int, lag_per_round: int) -> tuple[Group, random.Random]:
-    """Every tenth seed is a larger group (up to 24 clients, 200 tasks); protocols alternate."""
+Tags = Callable[[], dict[str, str]]
+
+
+def _scenario(seed: int, lag_per_round: int) -> tuple[Group, random.Random, Tags]:
+    """Every tenth seed is a larger group (up to 24 clients, 200 tasks); protocols alternate. Of the
+    rack-tagged groups, those of odd seeds are tagged by zone and rack (the racks drawn apart, so the
+    other draws stay as they were)."""
     rng = random.Random(seed)
     big = seed % 10 == 9
     tasks = [
@@ -31,13 +36,19 @@ def _scenario(seed: int, lag_per_round: int) -> tuple[Group, random.Random]:
     configs = AssignmentConfigs(
         num_standby_replicas=rng.randint(0, 2),
         max_warmup_replicas=rng.randint(1, 3),
-        rack_aware_assignment_tags=("zone",) if rng.random() < 0.3 else (),
+        rack_aware_assignment_tags=(("zone", "rack") if seed % 2 else ("zone",)) if rng.random() < 0.3 else (),
     )
+    racks = random.Random(-1 - seed)
+
+    def tags() -> dict[str, str]:
+        zone = {"zone": rng.choice("abc")}
+        return {**zone, "rack": racks.choice("xyz")} if "rack" in configs.rack_aware_assignment_tags else zone
+
     protocol = RebalanceProtocol.EAGER if seed % 4 == 3 else RebalanceProtocol.COOPERATIVE
     group = Group(tasks, configs, protocol, rng, lag_per_round)
     for _ in range(rng.randint(1, 24 if big else 6)):
-        group.add_client(rng.randint(1, 3), {"zone": rng.choice("abc")})
-    return group, rng
+        group.add_client(rng.randint(1, 3), tags())
+    return group, rng, tags
 
 
 def _rounds_until_stable(group: Group, limit: int, seed: int, what: str) -> int:
@@ -55,7 +66,7 @@ def _rounds_until_stable(group: Group, limit: int, seed: int, what: str) -> int:
     raise group.failure(f"seed={seed}: {what}: no convergence within {limit} rounds")
 
 
-def _events(group: Group, rng: random.Random, seed: int, limit_for: Callable[[int], int]) -> None:
+def _events(group: Group, rng: random.Random, tags: Tags, seed: int, limit_for: Callable[[int], int]) -> None:
     """limit_for(n): the rounds allowed when n tasks may need a warm-up before they can move."""
     warmups = group.configs.max_warmup_replicas
     _rounds_until_stable(group, limit_for(len(group.tasks)), seed, "initial")
@@ -75,15 +86,15 @@ def _events(group: Group, rng: random.Random, seed: int, limit_for: Callable[[in
             group.resurrect_client(pid)
             what = f"step {step}: resurrected {pid} with {stale} stale claims"
         else:
-            pid = group.add_client(rng.randint(1, 3), {"zone": rng.choice("abc")})
+            pid = group.add_client(rng.randint(1, 3), tags())
             what = f"step {step}: added {pid}"
         _rounds_until_stable(group, limit, seed, what)
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed_{s}")
 def test_converges_within_two_rounds_when_lags_are_zero(seed: int) -> None:
-    group, rng = _scenario(seed, lag_per_round=0)
-    _events(group, rng, seed, lambda n_tasks: 2)
+    group, rng, tags = _scenario(seed, lag_per_round=0)
+    _events(group, rng, tags, seed, lambda n_tasks: 2)
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed_{s}")
@@ -91,6 +102,6 @@ def test_converges_within_the_probing_rounds_warmups_need(seed: int) -> None:
     """Changelogs grow 50,000 records a round, so a client without the state is never caught up and
     every move of an active needs a warm-up: at most max.warmup.replicas per probing round, each
     finished by a revoke round."""
-    group, rng = _scenario(seed, lag_per_round=50_000)
+    group, rng, tags = _scenario(seed, lag_per_round=50_000)
     warmups = group.configs.max_warmup_replicas
-    _events(group, rng, seed, lambda n_tasks: 2 + 2 * math.ceil(n_tasks / warmups))
+    _events(group, rng, tags, seed, lambda n_tasks: 2 + 2 * math.ceil(n_tasks / warmups))
