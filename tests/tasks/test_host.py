@@ -123,6 +123,18 @@ def test_word_count_through_a_repartition_topic(apps: Apps, guarantee: str) -> N
     assert {t.subtopology for t in app.owners(loop)} == {0, 1}
 
 
+def test_hosts_started_together_are_running_in_one_settled_group_once_waited_for(apps: Apps) -> None:
+    """wait_until_running returns only once every host has joined and reported and nothing is being
+    revoked: all tasks RUNNING on the first host a moment before the others join is not enough (their
+    joins' rebalances would refuse the caller's first batches)."""
+    apps.create_topics({"wc-lines": 3, "wc-counts": 3})
+    app, loop = apps.start("word_count", hosts=3)
+    status = app.coordinator.status()
+    assert status["state"] == "STABLE" and len(status["hosts"]) == 3, status["hosts"]
+    assert {h["endpoint"] for h in status["hosts"]} == {h.endpoint for h in app.hosts.values()}
+    assert not any(h["revoke"] for h in status["hosts"]) and all(t["state"] == "RUNNING" for t in status["tasks"])
+
+
 def test_windowed_page_views(apps: Apps) -> None:
     apps.create_topics({"pv-views": 2, "pv-counts": 2})
     views = [(f"page-{i % 5}", 1_700_000_000_000 + (i * 7_919) % 400_000) for i in range(800)]
