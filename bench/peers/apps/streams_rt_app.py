@@ -158,6 +158,7 @@ class HostTimings:
     def __init__(self, runtime: StreamsRuntime) -> None:
         self._runtime = runtime
         self._before: dict[str, dict[str, float]] = {}
+        self._last = "hosts: no task batch yet"
 
     def recent(self) -> str:
         app = self._runtime.app
@@ -175,12 +176,12 @@ class HostTimings:
                 window[field] += now[field] - before.get(field, 0.0)
             self._before[name] = now
         batches = window["batches"]
-        if batches <= 0:
-            return "hosts: no task batch since the last look"
-        return (f"hosts, last {DURATIONS_EVERY_S:.0f} s: {batches:,.0f} task batches of "
-                f"{window['records'] / batches:,.0f} records on average, ms per task batch: "
-                + ", ".join(f"{field.removesuffix('_s')} {window[field] / batches * 1000:,.0f}"
-                            for field in self.FIELDS[2:]))
+        if batches > 0:  # else the last window that had batches (a run ends idle)
+            self._last = (f"hosts, {DURATIONS_EVERY_S:.0f} s up to {time.strftime('%H:%M:%S')}: {batches:,.0f} task "
+                          f"batches of {window['records'] / batches:,.0f} records on average, ms per task batch: "
+                          + ", ".join(f"{field.removesuffix('_s')} {window[field] / batches * 1000:,.0f}"
+                                      for field in self.FIELDS[2:]))
+        return self._last
 
 
 def start_query(runtime: StreamsRuntime) -> StreamingQuery:
