@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Mapping
 from dataclasses import replace
 from fractions import Fraction
 from typing import Any
@@ -547,7 +548,7 @@ def test_with_a_standby_everywhere_equally_even_quotas_are_chosen_for_the_standb
 
 
 def _tag_deficit(
-    r: AssignmentResult, tags: dict[uuid.UUID, tuple[str, ...]], tasks: list[TaskId], replicas: int
+    r: AssignmentResult, tags: Mapping[uuid.UUID, tuple[str, ...]], tasks: list[TaskId], replicas: int
 ) -> int:
     """Per task and tag key, the values its replicas could cover but do not (the quality bench's measure)."""
     keys = len(next(iter(tags.values())))
