@@ -3,9 +3,10 @@ checkpoints through the state updater, and is promoted without re-reading what i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -90,7 +91,11 @@ def test_standby_follows_active_then_is_promoted(
             state.close()
 
 
-def test_promotion_reads_only_records_the_standby_missed(make_config: Callable[..., StateConfig]) -> None:
+@contextlib.contextmanager
+def _active_and_standby(
+        make_config: Callable[..., StateConfig]) -> Iterator[tuple[TaskState, TaskState, StateUpdater, StateHost]]:
+    """TASK active on one simulated host, and its standby followed by an updater on another (the
+    standby's host, for its restore listener); both tasks are closed afterwards."""
     writer_config, standby_config = make_config("w"), make_config("s")
     ensure_changelog_topics(writer_config.bootstrap_servers,
                             [s.changelog(writer_config.application_id) for s in SPECS], 1)
@@ -100,22 +105,28 @@ def test_promotion_reads_only_records_the_standby_missed(make_config: Callable[.
         updater = StateUpdater(host.reader, standby_config.commit_interval_ms)
         updater.add_standby(standby, 0)
         try:
-            for i in range(50):
-                active.kv_store("kv").put(b"k%d" % i, b"v%d" % i)
-            active.commit()
-            _poll_until(updater, lambda: standby.lag() == 0)
-            assert standby.offset_sum() == 49 and standby.lag() == 0
-            for i in range(50, 80):  # written after the standby caught up
-                active.kv_store("kv").put(b"k%d" % i, b"v%d" % i)
-            active.commit()
-            assert standby.lag() == 31  # 30 records and their commit marker
-            active.close()
-            _promote(updater, standby)
-            assert host.listener.restored("kv") == 30
-            assert host.listener.starts("kv") == [51]  # past record 49 and the first commit's marker
-            assert dict(standby.kv_store("kv").all()) == {b"k%d" % i: b"v%d" % i for i in range(80)}
+            yield active, standby, updater, host
         finally:
             standby.close()
+            active.close(clean=False)  # closing a closed task does nothing
+
+
+def test_promotion_reads_only_records_the_standby_missed(make_config: Callable[..., StateConfig]) -> None:
+    with _active_and_standby(make_config) as (active, standby, updater, host):
+        for i in range(50):
+            active.kv_store("kv").put(b"k%d" % i, b"v%d" % i)
+        active.commit()
+        _poll_until(updater, lambda: standby.lag() == 0)
+        assert standby.offset_sum() == 49 and standby.lag() == 0
+        for i in range(50, 80):  # written after the standby caught up
+            active.kv_store("kv").put(b"k%d" % i, b"v%d" % i)
+        active.commit()
+        assert standby.lag() == 31  # 30 records and their commit marker
+        active.close()
+        _promote(updater, standby)
+        assert host.listener.restored("kv") == 30
+        assert host.listener.starts("kv") == [51]  # past record 49 and the first commit's marker
+        assert dict(standby.kv_store("kv").all()) == {b"k%d" % i: b"v%d" % i for i in range(80)}
 
 
 @pytest.mark.filterwarnings("ignore:Producer abort_transaction failed during close")  # the fenced old owner
@@ -124,31 +135,20 @@ def test_a_standby_fenced_ahead_aborts_the_old_owners_open_transaction_and_is_pr
     """TaskState.fence(), as the host calls it for every standby of a failover at once: the old
     owner can no longer commit, its open transaction is aborted (its writes never restored), and the
     promoted task commits with the writer fence() made."""
-    writer_config, standby_config = make_config("w"), make_config("s")
-    ensure_changelog_topics(writer_config.bootstrap_servers,
-                            [s.changelog(writer_config.application_id) for s in SPECS], 1)
-    with StateHost(writer_config) as writer_host, StateHost(standby_config) as host:
-        active = writer_host.active(TASK, SPECS)
-        standby = host.standby(TASK, SPECS)
-        updater = StateUpdater(host.reader, standby_config.commit_interval_ms)
-        updater.add_standby(standby, 0)
-        try:
-            for i in range(20):
-                active.kv_store("kv").put(b"k%d" % i, b"v%d" % i)
+    with _active_and_standby(make_config) as (active, standby, updater, _):
+        for i in range(20):
+            active.kv_store("kv").put(b"k%d" % i, b"v%d" % i)
+        active.commit()
+        for i in range(20, 30):  # sent in a transaction the old owner never commits
+            active.kv_store("kv").put(b"k%d" % i, b"v%d" % i)
+        standby.fence()
+        with pytest.raises(ChangelogError):  # the old owner is fenced: its transaction never commits
             active.commit()
-            for i in range(20, 30):  # sent in a transaction the old owner never commits
-                active.kv_store("kv").put(b"k%d" % i, b"v%d" % i)
-            standby.fence()
-            with pytest.raises(ChangelogError):  # the old owner is fenced: its transaction never commits
-                active.commit()
-            _poll_until(updater, lambda: standby.lag() == 0)
-            _promote(updater, standby)
-            assert dict(standby.kv_store("kv").all()) == {b"k%d" % i: b"v%d" % i for i in range(20)}
-            standby.kv_store("kv").put(b"after", b"promotion")
-            standby.commit()  # the writer made by fence() is the promoted task's
-        finally:
-            standby.close()
-            active.close(clean=False)
+        _poll_until(updater, lambda: standby.lag() == 0)
+        _promote(updater, standby)
+        assert dict(standby.kv_store("kv").all()) == {b"k%d" % i: b"v%d" % i for i in range(20)}
+        standby.kv_store("kv").put(b"after", b"promotion")
+        standby.commit()  # the writer made by fence() is the promoted task's
 
 
 def test_a_standby_paused_behind_a_restore_is_promoted_and_restores(make_config: Callable[..., StateConfig]) -> None:
