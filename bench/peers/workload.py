@@ -116,8 +116,7 @@ class OutputWatch:
         still open (a killed writer's, until the broker aborts it) holds the rest back, and the
         caller asks again."""
         every = [KafkaTopicPartition(self.topic, p) for p in range(PARTITIONS)]
-        ends = {p: self._consumer.get_watermark_offsets(KafkaTopicPartition(self.topic, p), timeout=10)[1]
-                for p in range(PARTITIONS)}
+        ends = {tp.partition: self._consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in every}
         idle_since = time.monotonic()
         while any(max(tp.offset, 0) < ends[tp.partition] for tp in self._consumer.position(every)):
             batch = self._consumer.consume(100_000, 1.0)

@@ -225,7 +225,8 @@ class TaskHost:
         self._state.call(lambda: self._assign(tasks, status.standby, generation))
 
     def _assign(self, tasks: frozenset[TaskId], standbys: frozenset[TaskId], generation: int) -> None:
-        fence_ahead([self._standbys[t] for t in sorted(tasks) if t in self._standbys])
+        if self._processing.exactly_once:  # at least once, opening a writer fences nothing and costs nothing
+            fence_ahead([self._standbys[t] for t in sorted(tasks) if t in self._standbys])
         for task in sorted(tasks):
             state = self._standbys.pop(task, None)
             promoted = state is not None
