@@ -307,8 +307,9 @@ MAX_RECORDS_PER_TASK_PER_BATCH = ConfigKey(
 )
 BATCH_RETRY_TIMEOUT_MS = ConfigKey(
     "batch.retry.timeout.ms", Duration(0), 180_000, Group.SPARK_SOURCE,
-    "how long the Spark source retries a task's batch (a host restoring or moving) and waits for the hosts when "
-    "a query starts, before it fails",
+    "how long the Spark source retries a task's batch (the broker unavailable, a batch out of order) and waits "
+    "for the hosts when a query starts, before it fails; a task with no running owner (moving, restoring, its "
+    "host dead) sits the micro-batch out instead and catches up in its next batch",
     origin=Origin.OURS, read_by=(SPARK_SOURCE_OPTIONS,),
 )
 LOCAL_TASK_HOSTS = ConfigKey(

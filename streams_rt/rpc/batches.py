@@ -14,6 +14,8 @@ import pyarrow.flight as flight
 
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.rpc.auth import SharedSecret
+from streams_rt.rpc.errors import GroupErrorException
+from streams_rt.rpc.tasks import TaskProgress, parse_progress
 from streams_rt.rpc.transport import call_options, flight_client
 
 MAX_TICKET_BYTES = 1 << 20
@@ -124,6 +126,13 @@ class HostClient:
     def status(self) -> dict[str, Any]:
         result: dict[str, Any] = json.loads(self._action("status", b"{}"))
         return result
+
+    def progress(self) -> dict[TaskId, TaskProgress]:
+        """Each task active on the host now: its committed positions and the batch it applied last."""
+        try:
+            return parse_progress(json.loads(self._action("progress", b"{}")))
+        except (ValueError, GroupErrorException) as e:
+            raise BatchError("INVALID", f"{self.endpoint}: malformed progress: {e}") from None
 
     def restart(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Ask the host to close and start again with new settings or code (the `restart` action's

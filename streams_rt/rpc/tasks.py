@@ -1,6 +1,6 @@
-"""What hosts tell the coordinator about their active tasks, and what planners ask it: typed forms
-of the `report_tasks` and `task_status` payloads, checked field by field (they arrive over the
-network as JSON)."""
+"""What hosts tell the coordinator about their active tasks, and what planners ask it (or a host): typed
+forms of the `report_tasks`, `task_status` and host `progress` payloads, checked field by field (they
+arrive over the network as JSON)."""
 
 from __future__ import annotations
 
@@ -59,6 +59,33 @@ class TaskStatus:
             inputs=tuple(TopicPartition(_str(t, "topic"), _int(p, "partition"))
                          for t, p in _pairs(raw.get("inputs", []))),
         )
+
+
+@dataclass(frozen=True)
+class TaskProgress:
+    """What a task's owner says of it, asked directly (a report to the coordinator may be a moment
+    old): its committed positions and the batch it applied last (None: unnumbered, or none yet)."""
+
+    positions: Mapping[TopicPartition, int]
+    last_batch: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"positions": [[tp.topic, tp.partition, o] for tp, o in sorted(self.positions.items())],
+                "last_batch": self.last_batch}
+
+
+def parse_progress(raw: Any) -> dict[TaskId, TaskProgress]:
+    """A host's `progress` answer: {task id: {"positions": [[topic, partition, offset]], "last_batch": N}}."""
+    if not isinstance(raw, dict) or len(raw) > MAX_REPORTED_TASKS:
+        raise _invalid(f"progress must be an object of at most {MAX_REPORTED_TASKS} tasks")
+    out = {}
+    for task, entry in raw.items():
+        if not isinstance(entry, dict) or set(entry) != {"positions", "last_batch"}:
+            raise _invalid(f"task {str(task)[:40]!r}: expected an object with positions and last_batch")
+        last = entry["last_batch"]
+        out[_task(task)] = TaskProgress(_positions(entry["positions"]),
+                                        None if last is None else _int(last, "last_batch"))
+    return out
 
 
 def parse_reports(raw: Any) -> dict[TaskId, TaskReport]:

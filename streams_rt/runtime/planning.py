@@ -2,7 +2,12 @@
 
 Only RUNNING tasks advance; a task that is restoring, moving or unassigned keeps its position, so it
 never holds the others back (only the moving tasks pause). Each task's batch is capped at
-`max.records.per.task.per.batch` records, spread over its input partitions in order."""
+`max.records.per.task.per.batch` records, spread over its input partitions in order.
+
+A task that sat out a Spark micro-batch (it moved after the batch was planned; see the source's
+`read`) is behind the source's offsets: its host runs its next batch from where it is. A task behind
+with no new records of its own still gets a batch (an empty range its host extends back), and so
+does one whose last batch is the one a restarted driver plans again (its host replays it)."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from streams_rt.protocol import TaskId, TopicPartition
-from streams_rt.rpc.tasks import TaskStatus
+from streams_rt.rpc.tasks import TaskProgress, TaskStatus
 
 RUNNING = "RUNNING"
 
@@ -57,11 +62,28 @@ def plan(
     statuses: Mapping[TaskId, TaskStatus],
     generation: int,
     batch_id: int | None = None,
+    catch_up: frozenset[TaskId] = frozenset(),
 ) -> list[PlannedBatch]:
-    """Spark's partitions(start, end): one batch per task with work, for its current owner."""
+    """Spark's partitions(start, end): one batch per task with work or in `catch_up`, for its
+    current owner."""
     batches = []
     for task, status in sorted(statuses.items()):
         ranges = {tp: (start[tp], end[tp]) for tp in status.inputs if tp in start and tp in end}
-        if any(e > s for s, e in ranges.values()) and status.endpoint:
+        if (task in catch_up or any(e > s for s, e in ranges.values())) and status.endpoint:
             batches.append(PlannedBatch(task, status.endpoint, generation, ranges, batch_id))
     return batches
+
+
+def reported_behind(start: Mapping[TopicPartition, int], statuses: Mapping[TaskId, TaskStatus]) -> set[TaskId]:
+    """RUNNING tasks whose reported positions are behind `start` on some input: they may have sat out
+    a batch (or the report is a moment old: ask the owner before acting on it)."""
+    return {task for task, status in statuses.items()
+            if status.phase == RUNNING and status.endpoint
+            and any(tp in start and offset < start[tp] for tp, offset in status.positions.items())}
+
+
+def needs_batch(progress: TaskProgress, start: Mapping[TopicPartition, int], batch_id: int | None) -> bool:
+    """A task without new records still needs a batch: it is behind `start` (it sat out one), or the
+    batch planned is the one it applied last (a restarted driver plans it again: it must replay)."""
+    behind = any(tp in start and offset < start[tp] for tp, offset in progress.positions.items())
+    return behind or (batch_id is not None and progress.last_batch == batch_id)

@@ -4,7 +4,8 @@ every input partition of every task (repartition topics included), and the micro
 Spark's Python stream reader is never told the batch id, yet interactive queries answer with the
 batch a task's state was committed at, and `at_batch` names Spark's batches. So the offset carries a
 counter that moves exactly as Spark's batch id does: `latestOffset` returns a new end (the
-counter one past its start's) only when some position moves, and Spark runs a micro-batch exactly
+counter one past its start's) only when some position moves (or a task must catch up on a batch it
+sat out: the same positions under the next number), and Spark runs a micro-batch exactly
 for each new end; an unchanged start means no batch, and no number is used up. The counter lives in
 Spark's offset log, so a driver restarting from its checkpoint resumes it (a batch re-run after a
 crash keeps its number; the next one gets the following number), never reusing an old id. Spark's
@@ -44,9 +45,10 @@ def batch_of(raw: Mapping[str, Any]) -> int:
     return int(raw.get(BATCH_KEY, BEFORE_FIRST_BATCH))
 
 
-def next_end(start: Mapping[str, Any], latest: Mapping[TopicPartition, int]) -> dict[str, Any]:
+def next_end(start: Mapping[str, Any], latest: Mapping[TopicPartition, int], catch_up: bool = False) -> dict[str, Any]:
     """What `latestOffset` returns: `start` itself when no position moved (Spark then runs no
-    batch), else the latest positions under the next batch number."""
-    if latest == decode_offsets(start):
+    batch) and no task must catch up on a batch it sat out, else the latest positions under the
+    next batch number."""
+    if latest == decode_offsets(start) and not catch_up:
         return dict(start)
     return encode_offsets(latest, batch_of(start) + 1)

@@ -4,9 +4,13 @@ Its driver-side methods run in a Python process Spark starts (not the user's): t
 coordinator by RPC, whose address travels in the options. `latestOffset` advances only RUNNING tasks;
 `partitions` makes one Spark partition per task with work, for its owner host; `read`, on an executor,
 asks the owner host for the batch and yields its Arrow record batches; `commit` acknowledges the
-batches to their hosts. Offsets are `{"__batch__": B, "<topic>:<partition>": offset}` over every
-input partition of every task (repartition topics included); B numbers the micro-batches as Spark
-does (see offsets.py) and travels with each task's batch, so its commit records it."""
+batches to their hosts. A task that moves after its batch was planned sits the micro-batch out
+(`read` yields nothing) rather than hold every other task's output until its new owner runs (a
+micro-batch ends when its last partition does): its records come with its next batch, which its
+new owner runs from where the task is (see streams_rt/runtime/planning.py). Offsets are
+`{"__batch__": B, "<topic>:<partition>": offset}` over every input partition of every task
+(repartition topics included); B numbers the micro-batches as Spark does (see offsets.py) and
+travels with each task's batch, so its commit records it."""
 
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ log = logging.getLogger(__name__)
 NAME = "streams_rt"
 SECRET_OPTION = "streams_rt.auth.secret"  # Spark redacts option keys matching "secret" in plans and the UI
 RETRY_TIMEOUT_MS = 180_000
+MOVING = frozenset({"NOT_OWNER", "RESTORING", "UNREACHABLE"})  # refusals of a task between owners
 TRUSTSTORE_OPTION = "rpc.ssl.truststore.location"
 HOST_CONFIG_OPTION = "streams_rt.host.secret.config"  # may hold client credentials: "secret" makes Spark redact it
 
@@ -117,6 +122,10 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         self._coordinator: Any = None
         self._admin: Any = None
         self._outage: Any = None  # a BrokerOutageLog (imported on first use, as the rest of the runtime)
+        # Spark asks a new query (not a restarted one) for its initial offset; a restarted one's first
+        # batch may be one it ran before, which tasks without new records must replay.
+        self._new_query = False
+        self._planned_any = False
 
     # -- driver side (Spark's source process) --------------------------------------------------
     def _clients(self) -> tuple[Any, Any]:
@@ -142,6 +151,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         each partition's beginning."""
         from streams_rt.kafka.offsets import committed_or_earliest
 
+        self._new_query = True
         deadline = time.monotonic() + self.options.retry_timeout_ms / 1000
         while True:
             _, statuses = self._status()
@@ -168,7 +178,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         from streams_rt.kafka.offsets import BrokerUnreachable, end_offsets
         from streams_rt.runtime.batch_loop import BROKER_WAIT_S, BrokerOutageLog
-        from streams_rt.runtime.planning import RUNNING, latest_positions
+        from streams_rt.runtime.planning import RUNNING, latest_positions, reported_behind
 
         _, statuses = self._status()
         running = {t: s for t, s in statuses.items() if s.phase == RUNNING and s.endpoint}
@@ -185,20 +195,55 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         for status in statuses.values():  # tasks added since the query started begin at their positions
             for tp in status.inputs:
                 begin.setdefault(tp, status.positions.get(tp, 0))
-        return next_end(start, latest_positions(begin, running, ends, cap))
+        latest = latest_positions(begin, running, ends, cap)
+        catch_up = latest == begin and bool(self._catching_up(begin, running, reported_behind(begin, running), None))
+        return next_end(start, latest, catch_up)
+
+    def _catching_up(self, begin: Mapping[TopicPartition, int], statuses: Mapping[TaskId, Any],
+                     candidates: set[TaskId], batch_id: int | None) -> frozenset[TaskId]:
+        """Of `candidates`, the tasks that need a batch without new records of their own: their owners,
+        asked now, say they are behind `begin` or that `batch_id` (if given) is the batch they applied
+        last."""
+        from streams_rt.rpc.batches import BatchError, HostClient
+        from streams_rt.runtime.planning import needs_batch
+
+        out: set[TaskId] = set()
+        if not candidates:
+            return frozenset()
+        by_host: dict[str, list[TaskId]] = {}
+        for task in candidates:
+            by_host.setdefault(statuses[task].endpoint, []).append(task)
+        for endpoint, tasks in sorted(by_host.items()):
+            try:
+                with HostClient(endpoint, timeout_s=10, secret=_secret(self.options),
+                                tls_root_certs=_roots(self.options)) as client:
+                    progress = client.progress()
+            except BatchError as e:  # its tasks are moving: their batches come once they run again
+                log.info("could not ask %s where its tasks are: %s", endpoint, e)
+                continue
+            out.update(t for t in tasks if t in progress and needs_batch(progress[t], begin, batch_id))
+        return frozenset(out)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[TaskBatch]:
-        from streams_rt.runtime.planning import plan
+        from streams_rt.runtime.planning import RUNNING, plan, reported_behind
 
         generation, statuses = self._status()
         begin, finish, batch_id = decode_offsets(start), decode_offsets(end), batch_of(end)
         for status in statuses.values():
             for tp in status.inputs:
                 begin.setdefault(tp, finish.get(tp, 0))
+        idle = {t for t, s in statuses.items() if s.phase == RUNNING and s.endpoint
+                and not any(finish.get(tp, 0) > begin[tp] for tp in s.inputs)}
+        # A task without new records gets a batch only if it sat out one, or (on a restarted driver's
+        # first plan) if this is the batch it applied last: its host replays it.
+        rerun = not self._planned_any and not self._new_query
+        candidates = idle if rerun else idle & reported_behind(begin, statuses)
+        catch_up = self._catching_up(begin, statuses, candidates, batch_id if rerun else None)
+        self._planned_any = True
         batches = [
             TaskBatch(str(b.task), b.endpoint, b.generation,
                       tuple((tp.topic, tp.partition, s, e) for tp, (s, e) in sorted(b.ranges.items())), batch_id)
-            for b in plan(begin, finish, statuses, generation)
+            for b in plan(begin, finish, statuses, generation, catch_up=catch_up)
         ]
         # A task that moved since latestOffset keeps its ranges: `read` finds its owner.
         planned = {b.task for b in batches}
@@ -246,11 +291,13 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         ensure_host(HostSpec(json.loads(self.options.host_config), secret.environment() if secret else {}))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """The batch's output rows from the task's owner. A retriable refusal (moved, restoring,
-        unavailable) is retried on the owner the coordinator names, until `batch.retry.timeout.ms`.
-        An owner that cannot be reached is reported to the coordinator (once per endpoint), which
-        removes it at once if it finds it dead, so the task moves without waiting for the owner's
-        session timeout."""
+        """The batch's output rows from the task's owner. If the task moved, the batch goes to its
+        new owner when the coordinator names one that runs it; if none does yet (revoked, restoring,
+        its host dead), the task sits this micro-batch out: nothing is yielded, and its records come
+        with its next batch (module docstring). Other retriable refusals (the broker unavailable)
+        are retried until `batch.retry.timeout.ms`. An owner that cannot be reached is reported to
+        the coordinator, which removes it at once if it finds it dead, so the task moves without
+        waiting for the owner's session timeout."""
         from streams_rt.rpc.batches import BatchError, HostClient
         from streams_rt.rpc.client import GroupClient
         from streams_rt.runtime.batch_loop import report_unreachable, task_status
@@ -273,7 +320,9 @@ class StreamsRtStreamReader(DataSourceStreamReader):
             except BatchError as e:
                 if not e.retriable or time.monotonic() > deadline:
                     raise RuntimeError(f"streams_rt: batch of task {task} failed: {e}") from None
-                time.sleep(0.25)
+                moving = e.code in MOVING
+                if not moving:
+                    time.sleep(0.25)
                 roots = _roots(self.options)
                 with GroupClient(self.options.coordinator, secret=secret, tls_root_certs=roots) as coordinator:
                     if e.code == "UNREACHABLE" and endpoint not in reported:
@@ -281,5 +330,10 @@ class StreamsRtStreamReader(DataSourceStreamReader):
                         report_unreachable(coordinator, self.options.application_id, endpoint, partition.generation)
                     _, statuses = task_status(coordinator, self.options.application_id)
                 status = statuses.get(task)
-                endpoint = (status.endpoint or "") if status is not None and status.phase == "RUNNING" else ""
+                owner = (status.endpoint or "") if status is not None and status.phase == "RUNNING" else ""
+                if moving and owner in ("", endpoint):
+                    log.info("task %s sits out batch %d (%s); its records come with its next batch",
+                             task, partition.batch_id, e)
+                    return
+                endpoint = owner
         yield from table.to_batches()

@@ -139,7 +139,8 @@ class ActiveTaskRunner:
         )
         if last is not None:
             self._runner.set_stream_times(last.stream_times)
-        self.core.restored(positions, last.ranges if last is not None else None)
+        self.core.restored(positions, last.ranges if last is not None else None,
+                           last.batch_id if last is not None else None)
         log.info("task %s: running from %s", self.task,
                  ", ".join(f"{tp}@{o}" for tp, o in sorted(self.core.positions.items())))
 
@@ -161,16 +162,24 @@ class ActiveTaskRunner:
         """Run (or replay) one batch and return its output rows; raises BatchRefused, or
         ProcessingFailed / DeserializationFailed after rolling back."""
         with self.lock:
-            admission: Admission = self.core.admit(ranges)
+            admission: Admission = self.core.admit(ranges, batch_id)
             if admission.refusal is not None:
                 raise BatchRefused(admission.refusal, admission.reason)
             if admission.replay:
                 log.info("task %s: replaying the last batch from what was kept", self.task)
                 kept = self._kept if self._kept is not None else self._output.empty_table()
+                ran: Ranges | None = self.core.last_ranges
+            elif admission.ranges is None:  # nothing to do: no commit, nothing recorded
+                return self._output.empty_table()
             else:
-                kept = self._run(ranges, batch_id)
-            if self._on_batch is not None:
-                self._on_batch(ranges, admission.replay)
+                if admission.ranges != dict(ranges):
+                    log.info("task %s: batch %s starts at %s; running it from %s, where the task is (it sat "
+                             "out an earlier batch while it moved)", self.task, batch_id, _starts(ranges),
+                             _starts(admission.ranges))
+                kept = self._run(admission.ranges, batch_id)
+                ran = admission.ranges
+            if self._on_batch is not None and ran is not None:
+                self._on_batch(ran, admission.replay)
             return kept
 
     def _run(self, ranges: Ranges, batch_id: int | None) -> pa.Table:
@@ -220,7 +229,7 @@ class ActiveTaskRunner:
         t.commit_s += committed_s
         self.metrics.batch_committed(int(records), processed_s + flushed - processed, committed_s,
                                      runner.skipped_deserialization - dropped_before)
-        self.core.applied(ranges)
+        self.core.applied(ranges, batch_id)
         self._kept = pa.Table.from_batches([output])
         return self._kept
 
@@ -258,3 +267,7 @@ class ActiveTaskRunner:
 
     def positions(self) -> Mapping[TopicPartition, int]:
         return dict(self.core.positions)
+
+
+def _starts(ranges: Ranges) -> str:
+    return ", ".join(f"{tp}@{start}" for tp, (start, _) in sorted(ranges.items()))

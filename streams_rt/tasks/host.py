@@ -38,6 +38,7 @@ from streams_rt.rpc.batches import BatchError, BatchRequest, BatchRequestInvalid
 from streams_rt.rpc.client import AuthenticationRefused, CoordinatorUnavailable, GroupClient
 from streams_rt.rpc.messages import DrainMemberRequest, DrainMemberResponse, ReportTasksRequest, ReportTasksResponse
 from streams_rt.rpc.settings import ControlPlaneSettings
+from streams_rt.rpc.tasks import TaskProgress
 from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity
 from streams_rt.state import (
     ChangelogError,
@@ -458,6 +459,11 @@ class TaskHost:
             "standby_lag": self._state.call(self._standby_lags, timeout_s=10),
         }
 
+    def progress(self) -> dict[str, Any]:
+        """Each active task's committed positions and the batch it applied last, as of now (the Spark
+        source asks here rather than trust a report to the coordinator that may be a moment old)."""
+        return {str(t): TaskProgress(r.positions(), r.core.last_batch).to_json() for t, r in list(self._view.items())}
+
     def _standby_lags(self) -> dict[str, int]:
         """State thread: each standby's offsets behind its changelogs' ends."""
         return {str(t): s.lag() for t, s in sorted(self._standbys.items())}
@@ -627,12 +633,14 @@ class BatchServer(SecureFlightServer):
             return iter([b"{}"])
         if action.type == "status":
             return iter([json.dumps(self._host.status()).encode()])
+        if action.type == "progress":
+            return iter([json.dumps(self._host.progress()).encode()])
         if action.type == "restart":
             return iter([self._restart(action.body.to_pybytes())])
         if action.type == "drain":
             return iter([self._drain(action.body.to_pybytes())])
-        raise BatchError("INVALID", f"unknown action {action.type[:40]!r}; known: commit, status, restart, "
-                         "drain").to_flight()
+        raise BatchError("INVALID", f"unknown action {action.type[:40]!r}; known: commit, status, progress, "
+                         "restart, drain").to_flight()
 
     def _drain(self, body: bytes) -> bytes:
         try:
@@ -655,6 +663,7 @@ class BatchServer(SecureFlightServer):
 
     def action_types(self) -> list[tuple[str, str]]:
         return [("commit", "acknowledge a batch"), ("status", "the host's tasks"),
+                ("progress", "each active task's committed positions and last batch"),
                 ("restart", "close, then start again with new settings or code"),
                 ("drain", "move every task to the other hosts as they catch up, then stop")]
 

@@ -46,3 +46,10 @@ def test_an_offset_written_before_batches_were_numbered_counts_as_the_initial_on
     assert batch_of(old) == BEFORE_FIRST_BATCH
     assert next_end(old, {TopicPartition("lines", 0): 6, TopicPartition("lines", 1): 7})[BATCH_KEY] == 0
     assert next_end(old, decode_offsets(old)) == old
+
+
+def test_a_task_catching_up_on_a_batch_it_sat_out_gets_a_batch_at_the_same_positions() -> None:
+    start = encode_offsets({TopicPartition("lines", 0): 5}, 3)
+    assert next_end(start, decode_offsets(start)) == start  # nothing new: no batch
+    end = next_end(start, decode_offsets(start), catch_up=True)
+    assert batch_of(end) == 4 and decode_offsets(end) == decode_offsets(start)

@@ -22,6 +22,7 @@ from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.rpc.auth import SharedSecret
 from streams_rt.rpc.batches import BatchError, BatchRequest, HostClient
+from streams_rt.rpc.tasks import TaskProgress
 from streams_rt.runtime.batch_loop import BatchLoop
 from streams_rt.runtime.local import LocalApplication
 from streams_rt.tasks import ownership_log
@@ -359,7 +360,9 @@ def test_deserialization_errors_fail_or_are_skipped_by_the_handler(apps: Apps) -
     assert drain(loop) == [(f"k{i}", i * 2) for i in range(5)]
 
 
-def test_stale_and_foreign_batch_calls_are_refused(apps: Apps) -> None:
+def test_stale_and_foreign_batch_calls_are_refused_and_a_batch_further_on_runs_from_the_task(apps: Apps) -> None:
+    """Refusals are typed; a batch that starts further on than the task (it sat out a micro-batch
+    while it moved) runs from the task's position, and is then replayed by its number and ends."""
     apps.create_topics({"nb-in": 2, "nb-out": 2})
     apps.produce("nb-in", [(f"k{i}", i.to_bytes(8, "big"), 1_000 + i) for i in range(20)])
     app, loop = apps.start("numbers", hosts=2)
@@ -377,8 +380,6 @@ def test_stale_and_foreign_batch_calls_are_refused(apps: Apps) -> None:
         with pytest.raises(BatchError, match="NOT_OWNER") as refused:
             foreign.run_batch(BatchRequest(task, generation, {tp: (start, start + 1)}))
         assert refused.value.retriable
-        with pytest.raises(BatchError, match="OUT_OF_ORDER"):
-            client.run_batch(BatchRequest(task, generation, {tp: (start + 1, start + 2)}))
         with pytest.raises(BatchError, match="WRONG_PARTITIONS") as wrong:
             client.run_batch(BatchRequest(task, generation, {TopicPartition("elsewhere", 0): (0, 1)}))
         assert not wrong.value.retriable
@@ -386,6 +387,14 @@ def test_stale_and_foreign_batch_calls_are_refused(apps: Apps) -> None:
         table = client.run_batch(BatchRequest(task, generation - 1, {tp: (start, start + 1)}))  # an older plan
         assert isinstance(table, pa.Table) and table.num_rows == 1
         assert client.run_batch(BatchRequest(task, generation, {tp: (start, start + 1)})).equals(table)  # a replay
+        with pytest.raises(BatchError, match="OUT_OF_ORDER"):  # starts before the task's position
+            client.run_batch(BatchRequest(task, generation, {tp: (start, start + 2)}, 5))
+        ahead = client.run_batch(BatchRequest(task, generation, {tp: (start + 2, start + 3)}, 5))
+        assert ahead.num_rows == 2  # start + 1 (sat out) and start + 2
+        assert client.progress()[task] == TaskProgress({tp: start + 3}, 5)
+        assert client.run_batch(BatchRequest(task, generation, {tp: (start + 3, start + 3)}, 5)).equals(ahead)
+        assert client.run_batch(BatchRequest(task, generation, {tp: (start + 3, start + 3)}, 6)).num_rows == 0
+        assert client.progress()[task] == TaskProgress({tp: start + 3}, 5)  # nothing to do: nothing recorded
 
 
 def test_hosts_serve_batches_over_tls_when_it_is_switched_on(apps: Apps, tmp_path: Path) -> None:

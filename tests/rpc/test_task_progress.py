@@ -1,0 +1,30 @@
+"""A host's `progress` answer (streams_rt/rpc/tasks.py): it round-trips, and a malformed one is a clear
+error, never a crash (the Spark source reads it over the network)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.rpc.errors import GroupErrorException
+from streams_rt.rpc.tasks import TaskProgress, parse_progress
+
+
+def test_progress_round_trips_through_json() -> None:
+    progress = {TaskId(1, 2): TaskProgress({TopicPartition("in", 2): 40}, 7), TaskId(0, 0): TaskProgress({}, None)}
+    raw = json.loads(json.dumps({str(t): p.to_json() for t, p in progress.items()}))
+    assert parse_progress(raw) == progress
+
+
+@pytest.mark.parametrize("raw", [
+    [], {"0_0": []}, {"0_0": {"positions": []}}, {"0_0": {"positions": [], "last_batch": "7"}},
+    {"0_0": {"positions": [["in", 0]], "last_batch": 1}}, {"x": {"positions": [], "last_batch": 1}},
+    {"0_0": {"positions": [], "last_batch": 1, "more": 1}},
+])
+def test_a_malformed_answer_is_refused_with_a_reason(raw: Any) -> None:
+    with pytest.raises(GroupErrorException) as refused:
+        parse_progress(raw)
+    assert str(refused.value)
