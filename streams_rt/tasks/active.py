@@ -104,6 +104,7 @@ class ActiveTaskRunner:
         self.metrics = TaskMetrics()
         self._cache_bytes = settings.cache_max_bytes
         self.lock = threading.Lock()  # one batch at a time; revocation waits for it
+        self._closing = False  # set before close takes the lock: a batch asked for then is refused at once
 
     # -- lifecycle (the host's state thread) ---------------------------------------------------
     def start_restore(self) -> None:
@@ -161,6 +162,8 @@ class ActiveTaskRunner:
     def run_batch(self, ranges: Ranges, batch_id: int | None = None) -> pa.Table:
         """Run (or replay) one batch and return its output rows; raises BatchRefused, or
         ProcessingFailed / DeserializationFailed after rolling back."""
+        if self._closing:  # given up: a read must not wait the close out (it sits the batch out instead)
+            raise BatchRefused(Refusal.NOT_OWNER, f"task {self.task} is being closed here")
         with self.lock:
             admission: Admission = self.core.admit(ranges, batch_id)
             if admission.refusal is not None:
@@ -244,6 +247,7 @@ class ActiveTaskRunner:
     # -- closing -------------------------------------------------------------------------------
     def close(self, clean: bool) -> None:
         """Revoked (clean: wait for the batch in flight, then commit and close) or lost (dirty)."""
+        self._closing = True
         with self.lock:
             self._faults.reached("stall_on_close", self.task)
             if self.core.phase is TaskPhase.RUNNING:

@@ -4,6 +4,7 @@ of a whole host) lose nothing and, under exactly_once_v2, count nothing twice.""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections import Counter
@@ -445,6 +446,35 @@ def test_a_host_whose_close_hangs_exits_after_its_close_timeout_and_loses_nothin
     app.wait_until_running(loop)
     rows += drain(loop)
     assert last_values(rows) == topologies.word_count_reference(LINES)
+
+
+def test_a_batch_asked_of_a_task_being_given_up_is_refused_at_once_not_after_its_close(apps: Apps) -> None:
+    """A revoked task's close waits for the batch in flight, then commits and closes (which takes a
+    while: the store, the producer, the consumer). A batch asked for meanwhile is refused at once
+    (NOT_OWNER: the Spark source's read then sits the micro-batch out) rather than wait the close
+    out with every other task's output behind it. Here the close hangs for good (a fault point),
+    so a request that waited would never be answered."""
+    apps.create_topics({"wc-lines": 1, "wc-counts": 1})
+    apps.produce("wc-lines", [(f"line-{i}", line.encode(), 1_000 + i) for i, line in enumerate(LINES)])
+    app, loop = apps.start("word_count", hosts=1, **{"max.records.per.task.per.batch": 200})
+    app.stop_host("host-0")
+    app.start_host("host-0", env={"STREAMS_RT_FAULTS": "stall_on_close:*"}, close_timeout_s=600)
+    app.wait_until_running(loop)
+    loop.run_once()
+    generation, statuses = loop.status()
+    host = app.hosts["host-0"]
+    app.start_host("host-1")  # the rebalance gives one of host-0's two tasks to host-1
+    deadline = time.monotonic() + 60
+    while not (stalled := re.search(r"stall_on_close of task (\d+_\d+) hangs for good", host.log_tail(50_000))):
+        assert time.monotonic() < deadline, "host-0 gave up no task"
+        time.sleep(0.05)
+    closing = TaskId.parse(stalled.group(1))
+    at = {tp: (p, p) for tp, p in statuses[closing].positions.items()}
+    with HostClient(str(host.endpoint), secret=app.coordinator.secret, timeout_s=60) as client:
+        with pytest.raises(BatchError, match="NOT_OWNER") as refused:
+            client.run_batch(BatchRequest(closing, generation, at))
+    assert "being closed here" in str(refused.value)
+    app.stop_host("host-0", kill=True)
 
 
 def test_a_failed_state_thread_stops_the_host_with_one_traceback_and_a_clean_close(apps: Apps) -> None:
