@@ -48,6 +48,13 @@ class ForcedReplicas:
     def everywhere(self) -> bool:
         return all(self.holds_all)
 
+    def ceils_first(self) -> tuple[bool, ...]:
+        """With equal capacities, the clients to give the ceil of their share first: those holding every
+        task, whose standbys lie above the average whenever some client does not (there are more
+        clients than replicas). None where every client does: whoever runs the ceils, the standbys are
+        as even, so the owners keep them."""
+        return () if self.everywhere else self.holds_all
+
     def level(self, c: int, count: int, n_tasks: int, capacities: Sequence[int]) -> Fraction:
         """Client c's standbys per capacity unit when it runs `count` of the n_tasks: exact where it holds
         every task, else the group's average."""
