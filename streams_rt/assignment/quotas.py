@@ -75,15 +75,15 @@ def capacity_quotas(
 
     everywhere = forced is not None and forced.everywhere
 
-    def standbys(c: int, count: int) -> Fraction:
-        return Fraction(0) if forced is None else -forced.level(c, count, n_tasks, capacities)
+    def standbys(c: int, count: int) -> Fraction | int:
+        return 0 if forced is None else -forced.level(c, count, n_tasks, capacities)
 
-    def unowned_order(c: int, count: int) -> tuple[Fraction, Fraction | int, int]:
+    def unowned_order(c: int, count: int) -> tuple[Fraction | int, int, int]:
         if everywhere:
             return (standbys(c, count), 0, rank[c])
         return (standbys(c, count), -(n_tasks * capacities[c] % total), rank[c])
 
-    def order(c: int, count: int) -> tuple[Fraction, bool, Fraction | int, int]:
+    def order(c: int, count: int) -> tuple[Fraction | int, bool, int, int]:
         level, fraction, place = unowned_order(c, count)
         return (level, not everywhere and owned[c] <= floors[c], fraction, place)
 
