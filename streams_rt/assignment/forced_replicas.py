@@ -5,8 +5,9 @@ standbys would pile up.
 A client holds every task when every client holds every task (num.standby.replicas >= clients - 1), or
 when it is the only client with its value of a rack-aware tag key and a task has at least as many
 replicas as the key has values: the tag rule puts one of each task's replicas on every value, so on
-it (a one-client zone). Its standbys are then the stateful tasks less its actives. The other clients
-share the remaining standbys; their level is taken as that share's average per capacity unit."""
+it (a one-client zone; a model: with two keys the placement may leave a value uncovered). Its
+standbys are then the stateful tasks less its actives. The other clients share the remaining
+standbys; their level is taken as that share's average per capacity unit."""
 
 from __future__ import annotations
 
@@ -51,8 +52,8 @@ class ForcedReplicas:
     def ceils_first(self) -> tuple[bool, ...]:
         """With equal capacities, the clients to give the ceil of their share first: those holding every
         task, whose standbys lie above the average whenever some client does not (there are more
-        clients than replicas). None where every client does: whoever runs the ceils, the standbys are
-        as even, so the owners keep them."""
+        clients than replicas). No client where every client does: whoever runs the ceils, the standbys
+        are as even, so the owners keep them."""
         return () if self.everywhere else self.holds_all
 
     def level(self, c: int, count: int, n_tasks: int, capacities: Sequence[int]) -> Fraction:
