@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .forced_replicas import ForcedReplicas
 from .least_loaded import LeastLoaded
 from .quotas import capacity_quotas, filling_quotas, keep_owned, owned_counts, subtopology_sizes
 from .round_inputs import RoundInputs
@@ -32,17 +33,16 @@ def general_assign(
     prior = prior_load
     sizes = subtopology_sizes(pool, inputs.subtopology)
     quotas: list[int] | None = None  # equal capacities, several subtopologies: the targets choose (spread.py)
+    forced = ForcedReplicas.of(inputs.clients, inputs.configs) if prior is None else None
     if prior is not None:
         quotas = filling_quotas(pool, inputs.subtopology, capacities, prior, inputs.rank)
     elif len(set(capacities)) > 1 or sizes is None:
-        configs = inputs.configs
-        everywhere = 0 < n - 1 <= configs.num_standby_replicas
-        quotas = capacity_quotas(
-            len(pool), capacities, inputs.rank, owned_counts(pool, owner, n), sizes, bounds, everywhere
-        )
+        owned = owned_counts(pool, owner, n)
+        quotas = capacity_quotas(len(pool), capacities, inputs.rank, owned, sizes, bounds, forced)
     shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank)
     if shares is not None:
-        quotas = shares.start(owner, capacities, quotas)
+        ceils_first = forced.ceils_first() if forced is not None and quotas is None else ()
+        quotas = shares.start(owner, capacities, quotas, ceils_first)
     assert quotas is not None
     target, kept, unassigned = keep_owned(
         pool, owner, quotas, lambda t: (lags.has_other_caught_up(t, owner[t], n), t), shares

@@ -18,6 +18,7 @@ from .active_placement import general_assign
 from .constrained import constrained_applies, constrained_assign
 from .cooperative import hand_off
 from .drain import assign_with_draining
+from .forced_replicas import ForcedReplicas
 from .model import (
     AssignmentConfigs,
     AssignmentResult,
@@ -80,7 +81,10 @@ def assign(
             # Where the pass applies, a task that is not caught up by default has state on its owner
             # only, so it can leave its owner without a warm-up exactly when it is caught up by default.
             shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank)
-            target = constrained_assign(pool, owner, inputs.rank, lags.default_caught_up, inputs.fill_key, shares)
+            forced = ForcedReplicas.of(states, configs) if pool is stateful_pool else None
+            target = constrained_assign(
+                pool, owner, inputs.rank, lags.default_caught_up, inputs.fill_key, shares, forced
+            )
         else:  # the stateless pool fills up what the stateful one left
             fills_up = pool is stateless_pool
             target = general_assign(inputs, pool, active_load if fills_up else None, None if fills_up else bounds)

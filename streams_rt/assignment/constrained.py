@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
+from .forced_replicas import ForcedReplicas
 from .quotas import capacity_quotas, keep_owned, owned_counts
 from .round_inputs import FillKey, RoundInputs
 from .spread import SubtopologyShares
@@ -35,19 +36,21 @@ def constrained_assign(
     movable: Sequence[bool],
     fill_key: FillKey | None,
     shares: SubtopologyShares | None = None,
+    forced: ForcedReplicas | None = None,
 ) -> list[int]:
     """Returns the target client of each task of `pool` (a dict would cost more: indexed by position).
 
     rank: the clients' order for leftover tasks (RoundInputs.rank; its length is the client count).
     movable[t]: the task can leave its owner without a warm-up, so an owner above its quota gives it up
     before others. With `shares`, the targets (spread.py) fix every client's count of every
-    subtopology, and the unassigned tasks are dealt within them."""
+    subtopology, and the unassigned tasks are dealt within them. forced: for the stateful pool, the
+    clients holding every task (quotas.capacity_quotas, and SubtopologyShares.start)."""
     n_clients = len(rank)
     weights = [1] * n_clients
     if shares is None:
-        quotas = capacity_quotas(len(pool), weights, rank, owned_counts(pool, owner, n_clients))
+        quotas = capacity_quotas(len(pool), weights, rank, owned_counts(pool, owner, n_clients), forced=forced)
     else:
-        quotas = shares.start(owner, weights, None)
+        quotas = shares.start(owner, weights, None, forced.ceils_first() if forced is not None else ())
     target, kept, unassigned = keep_owned(pool, owner, quotas, lambda t: (movable[t], t), shares)
     if shares is not None:  # the targets fix every client's count of every subtopology
         shares.deal(sorted(unassigned), target)

@@ -12,7 +12,9 @@ that makes the threads more even still (Kafka's criterion balances per thread an
 never above the ceil). Where every client holds a replica of every task (num.standby.replicas >=
 clients - 1, with rack tags too: they only order the replicas then), each task a client runs is a
 standby less there: of the counts as even per thread, those with the standbys most even (with
-stateless tasks too, where the totals fix the threads, the standbys first). With several
+stateless tasks too, where the totals fix the threads, the standbys first). So too where only some
+clients hold every task (a one-client zone: forced_replicas.py; the others counted at their
+average), but never before the threads (the stateless pool may not make up for them). With several
 subtopologies and equal capacities the quotas come out of the subtopology targets (spread.py);
 otherwise the quotas are ones such targets exist for (ceil_matching.py).
 
@@ -39,6 +41,7 @@ from fractions import Fraction
 from itertools import repeat
 from typing import Any, NamedTuple
 
+from .forced_replicas import ForcedReplicas
 from .ownership import NO_OWNER
 from .spread import SubtopologyShares
 from .thread_balance import balanced_counts, load_spread, possible, windowed_counts
@@ -51,30 +54,38 @@ def capacity_quotas(
     owned: Sequence[int],
     sizes: Sequence[int] | None = None,
     bounds: tuple[Sequence[int], Sequence[int]] | None = None,
-    standbys_everywhere: bool = False,
+    forced: ForcedReplicas | None = None,
 ) -> list[int]:
     """Within the floor and ceil of each capacity share, as even per thread as they can be
     (thread_balance.py); sizes: the pool's subtopology sizes when it has several. Where capacities
     differ, the floors and ceils of the subtopology shares added up (share_bounds) are used instead
     when they let the threads be more even (a large client one task below its share of the pool, as
     Kafka's balanceTasksOverThreads may leave it; with one subtopology, one below the floor), and
-    `bounds` (joint_bounds) when given. standbys_everywhere: every client holds a replica of every
-    task (num.standby.replicas = clients - 1), so each task a client runs is a standby less there:
-    among equally even quotas, the tasks go where the standbys per thread are highest (a one-thread
-    client next to a three-thread one otherwise holds three times the standbys per thread), not by
-    ownership (a cooperative move's second round owns less, and must get the same quotas)."""
+    `bounds` (joint_bounds) when given. forced: clients that hold a replica of every task
+    (forced_replicas.py), so each task such a client runs is a standby less there: among equally even
+    quotas, the tasks go where the standbys per thread are highest (a one-thread client next to a
+    three-thread one otherwise holds three times the standbys per thread; a one-client zone holds
+    every task). Where every client holds every task, not by ownership (a cooperative move's second
+    round owns less, and must get the same quotas); else ownership decides among clients the
+    standbys leave level (the clients not holding every task all count at their average)."""
     total = sum(capacities)
     floors = [n_tasks * cap // total for cap in capacities]
     ceils = [-(-n_tasks * cap // total) for cap in capacities]
     nothing = [0] * len(capacities)
 
-    def unowned_order(c: int, count: int) -> tuple[Fraction | int, int]:
-        if standbys_everywhere:
-            return (-Fraction(n_tasks - count, capacities[c]), rank[c])
-        return (-(n_tasks * capacities[c] % total), rank[c])
+    everywhere = forced is not None and forced.everywhere
 
-    def order(c: int, count: int) -> tuple[bool, Fraction | int, int]:
-        return (not standbys_everywhere and owned[c] <= floors[c], *unowned_order(c, count))
+    def standbys(c: int, count: int) -> Fraction | int:
+        return 0 if forced is None else -forced.level(c, count, n_tasks, capacities)
+
+    def unowned_order(c: int, count: int) -> tuple[Fraction | int, int, int]:
+        if everywhere:
+            return (standbys(c, count), 0, rank[c])
+        return (standbys(c, count), -(n_tasks * capacities[c] % total), rank[c])
+
+    def order(c: int, count: int) -> tuple[Fraction | int, bool, int, int]:
+        level, fraction, place = unowned_order(c, count)
+        return (level, not everywhere and owned[c] <= floors[c], fraction, place)
 
     quotas = balanced_counts(n_tasks, capacities, nothing, floors, ceils, order, sizes)
     if bounds is None and len(set(capacities)) > 1:
@@ -91,19 +102,19 @@ def capacity_quotas(
         floors, ceils, quotas = list(bounds[0]), list(bounds[1]), joint
 
     def as_even(counts: list[int], than: list[int]) -> bool:
-        """Threads as even, and with standbys everywhere, the standbys too; with joint bounds, which fix
-        every client's total, the standbys first."""
+        """Threads as even, and with clients holding every task, the standbys too; where every client
+        does, with joint bounds, which fix every client's total, the standbys first (elsewhere the
+        stateless pool may not even out what the standbys would cost the threads)."""
         threads = load_spread(counts, capacities, nothing), load_spread(than, capacities, nothing)
-        if not standbys_everywhere:
+        if forced is None:
             return threads[0] <= threads[1]
-        left = [n_tasks - q for q in counts], [n_tasks - q for q in than]
-        standbys = load_spread(left[0], capacities, nothing), load_spread(left[1], capacities, nothing)
-        if joint is not None:
-            return (standbys[0], threads[0]) <= (standbys[1], threads[1])
-        return threads[0] <= threads[1] and standbys[0] <= standbys[1]
+        left = forced.spread(counts, capacities), forced.spread(than, capacities)
+        if joint is not None and everywhere:
+            return (left[0], threads[0]) <= (left[1], threads[1])
+        return threads[0] <= threads[1] and left[0] <= left[1]
 
-    if standbys_everywhere and len(set(capacities)) > 1:
-        width = Fraction(n_tasks) if joint is not None else load_spread(quotas, capacities, nothing)
+    if forced is not None and len(set(capacities)) > 1:
+        width = Fraction(n_tasks) if joint is not None and everywhere else load_spread(quotas, capacities, nothing)
         quotas = _evener_standbys(n_tasks, capacities, floors, ceils, quotas, width, unowned_order, as_even, sizes)
     # Where capacities differ, several counts can be as even: what the owners run now, if it is one of
     # them, stays (an unchanged group keeps its assignment).

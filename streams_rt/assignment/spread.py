@@ -11,7 +11,9 @@ of the pool. Such roundings exist (matrix rounding), and placing every task with
 never gets stuck.
 
 A client's floors leave it some ceils to take ("extras"); a subtopology hands out `size - floors`
-extras, at most one per client, to clients whose share is fractional. The extras are dealt
+extras, at most one per client, to clients whose share is fractional. Clients holding a replica of
+every task while others do not (a one-client zone: forced_replicas.py) have their total set to the
+ceil of their share first, as far as the pool allows (by rank). The extras are dealt
 subtopology by subtopology, those with the fewest candidates per extra first, each to the clients
 already running more than the floor ("claims"), then to those with the most extras left to take,
 then by rank (process id; with rack-aware tags, small zones first: see round_inputs.leftover_rank);
@@ -69,16 +71,25 @@ class SubtopologyShares:
         for t in tasks:
             self.count[self.group[t]][c] -= 1
 
-    def start(self, owner: Sequence[int], weights: Sequence[int], quotas: Sequence[int] | None) -> list[int]:
+    def start(
+        self,
+        owner: Sequence[int],
+        weights: Sequence[int],
+        quotas: Sequence[int] | None,
+        ceils_first: Sequence[bool] = (),
+    ) -> list[int]:
         """Counts what the owners hold, sets the targets (see the module docstring) and returns each
         client's quota: its targets added up. Counted in C per subtopology: this runs on every
-        rebalance."""
+        rebalance. ceils_first: without `quotas`, clients whose total is the ceil of their share (as
+        many as the pool allows, by rank) before any other client's, claims included: with equal
+        capacities, those holding a replica of every task (forced_replicas.py), each task they run a
+        standby less where the standbys pile up."""
         n = len(weights)
         if owner.count(-1) != len(owner):  # someone owns some task (none does in a fresh group)
             for g, tasks in self._tasks.items():
                 held = Counter(map(owner.__getitem__, tasks))
                 self.count[g] = list(map(held.get, range(n), repeat(0)))
-        return self._set_targets(weights, quotas)
+        return self._set_targets(weights, quotas, ceils_first)
 
     def crowded(self) -> set[int]:
         """The clients holding more of some subtopology than their target (as `start` counted)."""
@@ -123,7 +134,9 @@ class SubtopologyShares:
             self.count[g][c] = kept[g]
         return within
 
-    def _set_targets(self, weights: Sequence[int], quotas: Sequence[int] | None) -> list[int]:
+    def _set_targets(
+        self, weights: Sequence[int], quotas: Sequence[int] | None, ceils_first: Sequence[bool]
+    ) -> list[int]:
         n, total = len(weights), sum(weights)
         pool_size = sum(map(len, self._tasks.values()))
         by_weight: dict[int, list[int]] = defaultdict(list)  # clients of equal weight share everything here
@@ -149,6 +162,11 @@ class SubtopologyShares:
         if quotas is None:  # each total within the floor and ceil of its weight share of the pool
             lo = [pool_size * w // total - f for w, f in zip(weights, floors, strict=True)]
             hi = [-(-pool_size * w // total) - f for w, f in zip(weights, floors, strict=True)]
+            spare = pool_size - sum(low + f for low, f in zip(lo, floors, strict=True))
+            for c in sorted(compress(range(n), ceils_first), key=self._rank.__getitem__):
+                if spare >= hi[c] - lo[c]:
+                    spare -= hi[c] - lo[c]
+                    lo[c] = hi[c]
         else:
             lo = hi = [q - f for q, f in zip(quotas, floors, strict=True)]
         n_extras = sum(extras.values())
