@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from streams_rt.coordinator.group import Group
 from streams_rt.protocol import TaskId, TopicPartition
-from streams_rt.rpc.tasks import TaskReport, TaskStatus
+from streams_rt.rpc.tasks import ASSIGNED, TaskReport, TaskStatus
 
 UNASSIGNED = "UNASSIGNED"
 
@@ -61,7 +61,7 @@ class TaskReports:
                 task=task,
                 owner=owner,
                 endpoint=report.endpoint if current and report is not None else None,
-                phase=entry.phase if entry is not None else (UNASSIGNED if owner is None else "ASSIGNED"),
+                phase=entry.phase if entry is not None else (UNASSIGNED if owner is None else ASSIGNED),
                 positions=entry.positions if entry is not None else {},
                 inputs=inputs,
             )

@@ -12,6 +12,7 @@ from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.rpc.errors import GroupError, GroupErrorException
 
 MAX_REPORTED_TASKS = 100_000
+ASSIGNED = "ASSIGNED"  # a task's status while its owner has not reported for the current generation yet
 
 
 @dataclass(frozen=True)

@@ -292,14 +292,16 @@ class StreamsRtStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The batch's output rows from the task's owner. If the task moved, the batch goes to its
-        new owner when the coordinator names one that runs it; if none does yet (revoked, restoring,
-        its host dead), the task sits this micro-batch out: nothing is yielded, and its records come
-        with its next batch (module docstring). Other retriable refusals (the broker unavailable)
+        new owner when the coordinator names one that runs it (waiting a moment while the owner of a
+        new generation has not reported yet, as every owner after a rebalance); if none does
+        (revoked, restoring, its host dead), the task sits this micro-batch out: nothing is yielded,
+        and its records come with its next batch (module docstring). Other retriable refusals (the broker unavailable)
         are retried until `batch.retry.timeout.ms`. An owner that cannot be reached is reported to
         the coordinator, which removes it at once if it finds it dead, so the task moves without
         waiting for the owner's session timeout."""
         from streams_rt.rpc.batches import BatchError, HostClient
         from streams_rt.rpc.client import GroupClient
+        from streams_rt.rpc.tasks import ASSIGNED
         from streams_rt.runtime.batch_loop import report_unreachable, task_status
 
         assert isinstance(partition, TaskBatch)
@@ -329,9 +331,11 @@ class StreamsRtStreamReader(DataSourceStreamReader):
                         reported.add(endpoint)
                         report_unreachable(coordinator, self.options.application_id, endpoint, partition.generation)
                     _, statuses = task_status(coordinator, self.options.application_id)
-                status = statuses.get(task)
-                owner = (status.endpoint or "") if status is not None and status.phase == "RUNNING" else ""
-                if moving and owner in ("", endpoint):
+                phase = statuses[task].phase if task in statuses else ""
+                owner = (statuses[task].endpoint or "") if phase == "RUNNING" else ""
+                if phase == ASSIGNED:  # its owner has not reported for a new generation yet: a moment
+                    time.sleep(0.05)
+                elif moving and owner in ("", endpoint):
                     log.info("task %s sits out batch %d (%s); its records come with its next batch",
                              task, partition.batch_id, e)
                     return
