@@ -295,10 +295,11 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         new owner when the coordinator names one that runs it (waiting a moment while the owner of a
         new generation has not reported yet, as every owner after a rebalance); if none does
         (revoked, restoring, its host dead), the task sits this micro-batch out: nothing is yielded,
-        and its records come with its next batch (module docstring). Other retriable refusals (the broker unavailable)
-        are retried until `batch.retry.timeout.ms`. An owner that cannot be reached is reported to
-        the coordinator, which removes it at once if it finds it dead, so the task moves without
-        waiting for the owner's session timeout."""
+        and its records come with its next batch (module docstring; the host that runs that batch
+        logs it, once). Other retriable refusals (the broker unavailable) are retried until
+        `batch.retry.timeout.ms`. An owner that cannot be reached is reported to the coordinator,
+        which removes it at once if it finds it dead, so the task moves without waiting for the
+        owner's session timeout."""
         from streams_rt.rpc.batches import BatchError, HostClient
         from streams_rt.rpc.client import GroupClient
         from streams_rt.rpc.tasks import ASSIGNED
@@ -336,7 +337,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
                 if phase == ASSIGNED:  # its owner has not reported for a new generation yet: a moment
                     time.sleep(0.05)
                 elif moving and owner in ("", endpoint):
-                    log.info("task %s sits out batch %d (%s); its records come with its next batch",
+                    log.debug("task %s sits out batch %d (%s); its records come with its next batch",
                              task, partition.batch_id, e)
                     return
                 endpoint = owner

@@ -423,18 +423,25 @@ def test_hosts_serve_batches_over_tls_when_it_is_switched_on(apps: Apps, tmp_pat
                       tls_root_certs=certificate.read_bytes()) is Reachability.ANSWERS
 
 
+def word_count_whose_close_hangs(apps: Apps, tasks: str, close_timeout_s: float
+                                 ) -> tuple[LocalApplication, BatchLoop, list[tuple[Any, Any]]]:
+    """word_count on one host whose close of `tasks` (a task id or *) hangs for good (a fault
+    point), after one batch: the application, its loop and that batch's output rows."""
+    apps.create_topics({"wc-lines": 1, "wc-counts": 1})
+    apps.produce("wc-lines", [(f"line-{i}", line.encode(), 1_000 + i) for i, line in enumerate(LINES)])
+    app, loop = apps.start("word_count", hosts=1, **{"max.records.per.task.per.batch": 200})
+    app.stop_host("host-0")
+    app.start_host("host-0", env={"STREAMS_RT_FAULTS": f"stall_on_close:{tasks}"}, close_timeout_s=close_timeout_s)
+    app.wait_until_running(loop)
+    return app, loop, output_rows(loop.run_once().rows())
+
+
 def test_a_host_whose_close_hangs_exits_after_its_close_timeout_and_loses_nothing(apps: Apps) -> None:
     """A task whose close never returns (a stuck disk or broker call) must not keep its host, and the
     executor's state locks, for good: past `close_timeout_s` the host logs every thread's stack and
     exits. Its tasks were not checkpointed; the restarted host restores them and the counts are
     still right."""
-    apps.create_topics({"wc-lines": 1, "wc-counts": 1})
-    apps.produce("wc-lines", [(f"line-{i}", line.encode(), 1_000 + i) for i, line in enumerate(LINES)])
-    app, loop = apps.start("word_count", hosts=1, **{"max.records.per.task.per.batch": 200})
-    app.stop_host("host-0")
-    app.start_host("host-0", env={"STREAMS_RT_FAULTS": "stall_on_close:1_0"}, close_timeout_s=3)
-    app.wait_until_running(loop)
-    rows = output_rows(loop.run_once().rows())
+    app, loop, rows = word_count_whose_close_hangs(apps, "1_0", close_timeout_s=3)
     host = app.hosts["host-0"]
     started = time.monotonic()
     assert app.stop_host("host-0", timeout_s=30) == 1  # faulthandler's exit
@@ -454,13 +461,7 @@ def test_a_batch_asked_of_a_task_being_given_up_is_refused_at_once_not_after_its
     (NOT_OWNER: the Spark source's read then sits the micro-batch out) rather than wait the close
     out with every other task's output behind it. Here the close hangs for good (a fault point),
     so a request that waited would never be answered."""
-    apps.create_topics({"wc-lines": 1, "wc-counts": 1})
-    apps.produce("wc-lines", [(f"line-{i}", line.encode(), 1_000 + i) for i, line in enumerate(LINES)])
-    app, loop = apps.start("word_count", hosts=1, **{"max.records.per.task.per.batch": 200})
-    app.stop_host("host-0")
-    app.start_host("host-0", env={"STREAMS_RT_FAULTS": "stall_on_close:*"}, close_timeout_s=600)
-    app.wait_until_running(loop)
-    loop.run_once()
+    app, loop, _ = word_count_whose_close_hangs(apps, "*", close_timeout_s=600)
     generation, statuses = loop.status()
     host = app.hosts["host-0"]
     app.start_host("host-1")  # the rebalance gives one of host-0's two tasks to host-1
