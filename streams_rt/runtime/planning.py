@@ -78,12 +78,14 @@ def reported_behind(start: Mapping[TopicPartition, int], statuses: Mapping[TaskI
     """RUNNING tasks whose reported positions are behind `start` on some input: they may have sat out
     a batch (or the report is a moment old: ask the owner before acting on it)."""
     return {task for task, status in statuses.items()
-            if status.phase == RUNNING and status.endpoint
-            and any(tp in start and offset < start[tp] for tp, offset in status.positions.items())}
+            if status.phase == RUNNING and status.endpoint and _behind(status.positions, start)}
 
 
 def needs_batch(progress: TaskProgress, start: Mapping[TopicPartition, int], batch_id: int | None) -> bool:
     """A task without new records still needs a batch: it is behind `start` (it sat out one), or the
     batch planned is the one it applied last (a restarted driver plans it again: it must replay)."""
-    behind = any(tp in start and offset < start[tp] for tp, offset in progress.positions.items())
-    return behind or (batch_id is not None and progress.last_batch == batch_id)
+    return _behind(progress.positions, start) or (batch_id is not None and progress.last_batch == batch_id)
+
+
+def _behind(positions: Mapping[TopicPartition, int], start: Mapping[TopicPartition, int]) -> bool:
+    return any(tp in start and offset < start[tp] for tp, offset in positions.items())

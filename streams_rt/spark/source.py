@@ -207,9 +207,9 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         from streams_rt.rpc.batches import BatchError, HostClient
         from streams_rt.runtime.planning import needs_batch
 
-        out: set[TaskId] = set()
         if not candidates:
             return frozenset()
+        out: set[TaskId] = set()
         by_host: dict[str, list[TaskId]] = {}
         for task in candidates:
             by_host.setdefault(statuses[task].endpoint, []).append(task)

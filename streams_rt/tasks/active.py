@@ -171,17 +171,15 @@ class ActiveTaskRunner:
             if admission.replay:
                 log.info("task %s: replaying the last batch from what was kept", self.task)
                 kept = self._kept if self._kept is not None else self._output.empty_table()
-                ran: Ranges | None = self.core.last_ranges
+                ran: Ranges = self.core.last_ranges or {}
             elif admission.ranges is None:  # nothing to do: no commit, nothing recorded
                 return self._output.empty_table()
             else:
-                if admission.ranges != dict(ranges):
-                    log.info("task %s: batch %s starts at %s; running it from %s, where the task is (it sat "
-                             "out an earlier batch while it moved)", self.task, batch_id, _starts(ranges),
-                             _starts(admission.ranges))
+                if admission.reason:
+                    log.info("task %s: batch %s: %s", self.task, batch_id, admission.reason)
                 kept = self._run(admission.ranges, batch_id)
                 ran = admission.ranges
-            if self._on_batch is not None and ran is not None:
+            if self._on_batch is not None:
                 self._on_batch(ran, admission.replay)
             return kept
 
@@ -271,7 +269,3 @@ class ActiveTaskRunner:
 
     def positions(self) -> Mapping[TopicPartition, int]:
         return dict(self.core.positions)
-
-
-def _starts(ranges: Ranges) -> str:
-    return ", ".join(f"{tp}@{start}" for tp, (start, _) in sorted(ranges.items()))

@@ -61,9 +61,9 @@ class Refusal(enum.Enum):
 
 @dataclass(frozen=True)
 class Admission:
-    """RUN `ranges` (the batch, or the batch extended back to the committed positions), REPLAY the
-    last one from what was kept, do nothing (none set: an empty batch at the positions), or refuse
-    (`refusal` set)."""
+    """RUN `ranges` (the batch, or the batch extended back to the committed positions: `reason` then
+    says so), REPLAY the last one from what was kept, do nothing (none set: an empty batch at the
+    positions), or refuse (`refusal` set)."""
 
     run: bool = False
     replay: bool = False
@@ -119,7 +119,10 @@ class ActiveTask:
         run = {tp: (self.positions[tp], end) for tp, (_, end) in ranges.items()}
         if all(start == end for start, end in run.values()):
             return Admission()
-        return Admission(run=True, ranges=run)
+        extended = "" if starts == self.positions else (
+            f"the batch starts at {_fmt(starts)}; running it from {_fmt(self.positions)}, where the task is "
+            "(it sat out an earlier batch while it moved)")
+        return Admission(run=True, ranges=run, reason=extended)
 
     def applied(self, ranges: Ranges, batch_id: int | None = None) -> None:
         """The batch is durable: the positions move to its ends."""
