@@ -17,6 +17,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streams_rt.kafka.records import offset, topic_partition
+from streams_rt.kafka.transactional import start_transactional
 from streams_rt.kafka.watermarks import broker_outage
 from streams_rt.protocol import TopicPartition
 from streams_rt.state.errors import ChangelogError, RecordTooLarge
@@ -127,13 +128,13 @@ class ChangelogWriter:
         self._producer: Producer | None = self._new_producer()
 
     def _new_producer(self) -> Producer:
-        producer = Producer(self._conf)
-        if self._transactional:
+        if not self._transactional:
+            producer = Producer(self._conf)
+        else:
             # Fences any previous owner of this transactional.id and aborts its open transaction.
             try:
-                producer.init_transactions(self._timeout_s)
+                producer, _ = start_transactional(self._conf, self._timeout_s)
             except KafkaException as exc:
-                producer.close()
                 raise ChangelogError("*", None, f"the transactional producer cannot start: {exc}",
                                      retriable=broker_outage(exc.args[0])) from None
         self._outage_seen = False

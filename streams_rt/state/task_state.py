@@ -164,8 +164,8 @@ class TaskState:
 
     def fence(self) -> None:
         """A standby about to be promoted: open its changelog writer now. Under exactly-once that
-        fences the previous owner, and the broker first aborts its open transaction, which takes
-        half a second or more; the host fences every standby it promotes at once, in parallel,
+        fences the previous owner, and the broker first aborts its open transaction (see
+        kafka/transactional.py); the host fences every standby it promotes at once, in parallel,
         before promoting them one by one. Safe to call from another thread while the standby
         follows its changelogs: only the writer is made."""
         self._require("fence", Mode.STANDBY)

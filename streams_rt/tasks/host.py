@@ -131,7 +131,7 @@ class HostSettings:
 
 def fence_ahead(promoting: list[TaskState]) -> None:
     """Fence the previous owners of the standbys about to be promoted all at once (TaskState.fence):
-    one after another, a failover's promotions took half a second or more each. A fencing that
+    one after another, each waits for the broker to abort its dead owner's open transaction. A fencing that
     fails here is left to promote(), which opens the writer again and fails the task as it would have."""
     if len(promoting) < 2:
         return
