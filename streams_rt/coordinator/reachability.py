@@ -1,8 +1,10 @@
-"""Fast detection of a dead host. A reader that cannot connect to a task's owner host reports the
-host's endpoint; the coordinator does not take the reader's word for it: it probes the endpoint
-itself, off the group lock, and only a host that refuses connections counts as dead (its member is
-then removed at once instead of after session.timeout.ms). A probe that gets no answer in time
-removes nothing: a slow host is not a dead one, and its session timeout still covers it."""
+"""Fast detection of a dead host. Two signs start a probe: a member's held heartbeat whose
+connection dropped (a killed process's sockets close at once, so this takes milliseconds, with or
+without batches running), and a reader that cannot connect to a task's owner host and reports its
+endpoint. The coordinator takes neither's word for it: it probes the endpoint itself, off the group
+lock, and only a host that refuses connections counts as dead (its member is then removed at once
+instead of after session.timeout.ms). A probe that gets no answer in time removes nothing: a slow
+host is not a dead one, and its session timeout still covers it."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 2.0
 PROBE_ATTEMPTS = 2  # a host counts as dead only if every attempt is refused
-PROBE_PAUSE_S = 0.1
+PROBE_PAUSE_S = 0.02
 
 
 class Reachability(enum.Enum):
@@ -50,9 +52,10 @@ def probe_host(endpoint: str, *, secret: SharedSecret | None, tls_root_certs: by
 
 class UnreachableProber:
     """Probes reported endpoints on its own threads, one probe at a time per endpoint (repeated
-    reports while one runs are folded into it), and hands every REFUSED endpoint to `on_refused`."""
+    reports while one runs are folded into it), and hands every REFUSED endpoint to `on_refused`,
+    with why it was probed."""
 
-    def __init__(self, probe: Callable[[str], Reachability], on_refused: Callable[[str], None],
+    def __init__(self, probe: Callable[[str], Reachability], on_refused: Callable[[str, str], None],
                  workers: int = 2) -> None:
         self._probe = probe
         self._on_refused = on_refused
@@ -60,24 +63,25 @@ class UnreachableProber:
         self._probing: set[str] = set()
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="coordinator-probe")
 
-    def report(self, endpoint: str) -> None:
-        """Probe `endpoint`, unless a probe of it is running already: this report joins that one."""
+    def report(self, endpoint: str, why: str) -> None:
+        """Probe `endpoint` (`why`: what made it suspect), unless a probe of it is running already:
+        this report joins that one."""
         with self._lock:
             if endpoint in self._probing:
                 return
             self._probing.add(endpoint)
         try:
-            self._pool.submit(self._run, endpoint)
+            self._pool.submit(self._run, endpoint, why)
         except RuntimeError:  # closed: the host's session timeout still covers it
             with self._lock:
                 self._probing.discard(endpoint)
 
-    def _run(self, endpoint: str) -> None:
+    def _run(self, endpoint: str, why: str) -> None:
         try:
             found = self._probe(endpoint)
-            log.info("probe of the host at %s (reported unreachable by a reader): %s", endpoint, found.value)
+            log.info("probe of the host at %s (%s): %s", endpoint, why, found.value)
             if found is Reachability.REFUSED:
-                self._on_refused(endpoint)
+                self._on_refused(endpoint, why)
         except Exception:  # a bug: the log has it; the host's session timeout still applies
             log.exception("probe of the host at %s failed", endpoint)
         finally:

@@ -64,6 +64,7 @@ from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity
 log = logging.getLogger(__name__)
 
 MAX_SYNC_WAIT_MS = 5_000
+CONNECTION_CHECK_S = 0.02  # how often a held heartbeat looks whether its caller is still connected
 # Answers that fence a member (it must drop its tasks or stop): each is logged, with why.
 FENCING = frozenset({GroupError.ILLEGAL_GENERATION, GroupError.UNKNOWN_MEMBER_ID, GroupError.FENCED_INSTANCE_ID})
 
@@ -180,9 +181,13 @@ class CoordinatorServer(SecureFlightServer):
             raise flight.FlightServerError(f"unknown action {abbreviate(action.type)}; known: {sorted(REQUESTS)}")
         request_cls, response_cls = kinds
         request: Request | None = None
+        response: Response
         try:
             request = self._decode_request(request_cls, action.body)
-            response = self._handlers[action.type](request)
+            if isinstance(request, HeartbeatRequest):  # held: it watches its caller's connection
+                response = self._heartbeat(request, context.is_cancelled)
+            else:
+                response = self._handlers[action.type](request)
         except GroupErrorException as e:
             if e.error in FENCING:
                 log.info("group %s: %s of member %s refused with %s: %s", self._group.group_id, action.type,
@@ -271,9 +276,11 @@ class CoordinatorServer(SecureFlightServer):
             error=GroupError.ASSIGNOR_ERROR.value if got.assignor_error else GroupError.NONE.value,
         )
 
-    def _heartbeat(self, req: HeartbeatRequest) -> HeartbeatResponse:
+    def _heartbeat(self, req: HeartbeatRequest, caller_gone: Callable[[], bool] = lambda: False) -> HeartbeatResponse:
         """Long-polls up to wait_ms: every wake-up re-checks the member, so the answer (and the
-        session's last contact) is as of the moment it is sent."""
+        session's last contact) is as of the moment it is sent. A member heartbeats nearly all the
+        time, so a held heartbeat whose connection dropped (`caller_gone`) is the first sign of a
+        killed host: its endpoint is probed at once."""
         deadline = time.monotonic() + min(max(req.wait_ms, 0), MAX_SYNC_WAIT_MS) / 1000
         with self._cond:
             while True:
@@ -281,10 +288,23 @@ class CoordinatorServer(SecureFlightServer):
                     member_id=req.member_id, instance_id=req.group_instance_id, generation=req.generation,
                     now_ms=self._clock(),
                 )
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._stopping.is_set():
+                if time.monotonic() >= deadline or self._stopping.is_set():
                     return HeartbeatResponse()
-                self._cond.wait(remaining)
+                if not self._hold(deadline, caller_gone):
+                    self._probe_member(req.member_id, "its heartbeat's connection dropped")
+                    return HeartbeatResponse()
+
+    def _hold(self, deadline: float, caller_gone: Callable[[], bool]) -> bool:
+        """Under the lock: wait until notified or `deadline` (True), looking every
+        CONNECTION_CHECK_S whether the caller is still connected (False as soon as it is not)."""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return True
+            if caller_gone():
+                return False
+            if self._cond.wait(min(remaining, CONNECTION_CHECK_S)):
+                return True
 
     def _leave(self, req: LeaveRequest) -> LeaveResponse:
         with self._cond:
@@ -333,17 +353,25 @@ class CoordinatorServer(SecureFlightServer):
         log.debug("group %s: a reader following generation %d's plan could not reach %s%s", self._group.group_id,
                   req.generation, abbreviate(req.endpoint), "" if known else "; no member serves it")
         if known:
-            self._prober.report(req.endpoint)
+            self._prober.report(req.endpoint, "reported by a reader")
         return ReportUnreachableResponse(probing=known)
 
-    def _remove_unreachable(self, endpoint: str) -> None:
+    def _probe_member(self, member_id: str, why: str) -> None:
+        """Under the lock: probe the batch endpoint of `member_id`, if it is a dynamic member that
+        reported one (a static member is kept until its session timeout anyway: it is expected back)."""
+        member = self._group.members.get(member_id)
+        endpoint = self._task_reports.endpoints(self._group).get(member_id)
+        if member is not None and member.instance_id is None and endpoint:
+            self._prober.report(endpoint, why)
+
+    def _remove_unreachable(self, endpoint: str, why: str) -> None:
         """The probe found the host at `endpoint` refusing connections: its member goes now, as if it
         had left, so its tasks move without waiting for its session timeout."""
         with self._cond:
             before = self._observable()
             for member_id in self._task_reports.members_at(endpoint, self._group):
                 self._group.remove_unreachable(member_id, self._clock(),
-                                               f"its host at {endpoint} refuses connections (reported by a reader)")
+                                               f"its host at {endpoint} refuses connections ({why})")
             self._wake_if_changed(before)
 
     # ---- clock -------------------------------------------------------------------------------

@@ -52,23 +52,24 @@ def test_repeated_reports_of_one_endpoint_share_one_probe() -> None:
         release.wait(10)
         return Reachability.REFUSED if endpoint == "grpc://dead:1" else Reachability.ANSWERS
 
-    def on_refused(endpoint: str) -> None:
+    def on_refused(endpoint: str, why: str) -> None:
+        assert why == "reported by a test"
         refused.append(endpoint)
         done.set()
 
     prober = UnreachableProber(probe, on_refused, workers=1)
     try:
-        prober.report("grpc://dead:1")
+        prober.report("grpc://dead:1", "reported by a test")
         assert started.wait(10)
         for _ in range(5):
-            prober.report("grpc://dead:1")  # folded into the running probe
+            prober.report("grpc://dead:1", "reported by a test")  # folded into the running probe
         release.set()
         assert done.wait(10)
         assert probed == ["grpc://dead:1"] and refused == ["grpc://dead:1"]
         deadline = time.monotonic() + 10
         while len(probed) < 2:  # once that probe has ended, a new report probes again
             assert time.monotonic() < deadline, "a report after the probe ended started none"
-            prober.report("grpc://dead:1")
+            prober.report("grpc://dead:1", "reported by a test")
             time.sleep(0.01)
         assert probed == ["grpc://dead:1"] * 2
     finally:

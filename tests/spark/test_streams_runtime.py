@@ -331,9 +331,9 @@ def test_a_host_killed_mid_batch_fails_over_to_its_standby_and_no_batch_waits_fo
         assert after_kill[0].start <= killed_at, "the kill landed between micro-batches"
         held = [(i, j) for i, j in itertools.pairwise(range(len(rounds)))
                 if any(positions[j][t] <= positions[i][t] for t in staying)]
-        why = f"member {victim} removed: its host at {victim_endpoint} refuses connections (reported by a reader)"
-        removals = [r.created for r in caplog.records if r.getMessage().endswith(why)]
-        assert removals, f"host-0 was not removed through a reader's report: {why!r} not logged"
+        why = f"member {victim} removed: its host at {victim_endpoint} refuses connections ("
+        removals = [r.created for r in caplog.records if why in r.getMessage()]
+        assert removals, f"host-0 was not removed by a probe: {why!r} not logged"
         formed = [r.created for r in caplog.records if " formed (" in r.getMessage() and r.created >= removals[0]]
         print_failover(rounds, positions, batches, killed_at, {victim: "h0", survivor: "h1"}, held,
                        removals[0], formed[0] if formed else None)

@@ -252,8 +252,8 @@ def test_kill_9_of_a_host_fails_over_to_its_standby(apps: Apps) -> None:
     app.stop_host("host-0", kill=True)
     rows += drain(loop)
     assert last_values(rows) == topologies.word_count_reference(LINES)
-    # Everything on the survivor, once the group has dropped the dead host: at once when a reader
-    # reported it, else after its session timeout (a task that had no work left reported nothing).
+    # Everything on the survivor, once the group has dropped the dead host (at once: its held
+    # heartbeat's connection dropped, or a reader reported it).
     wait_for(lambda: len(set(app.owners(loop).values())) == 1, 60, "every task on the survivor")
 
 

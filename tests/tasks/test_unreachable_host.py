@@ -1,11 +1,12 @@
-"""Fast detection of a dead host, with real host processes on the real broker: a reader that cannot
-connect to a killed host reports it, the coordinator probes it, finds it refusing connections and
-removes its member at once (session.timeout.ms is set far beyond the test's waits, so only the
-report can remove it); a report about a live host, or an address no member serves, removes
-nothing; a report without the application's secret is refused."""
+"""Fast detection of a dead host, with real host processes on the real broker: a killed host's held
+heartbeat drops its connection, or a reader that cannot connect to it reports it; the coordinator
+probes it, finds it refusing connections and removes its member at once (session.timeout.ms is set
+far beyond the test's waits, so only a probe can remove it); a report about a live host, or an
+address no member serves, removes nothing; a report without the application's secret is refused."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -64,7 +65,7 @@ def start(apps: Apps) -> tuple[LocalApplication, Any]:
     return apps.start("numbers", hosts=2, **LONG_SESSION)
 
 
-def test_a_killed_host_reported_by_a_reader_is_removed_at_once_and_its_tasks_move(
+def test_a_killed_host_is_removed_at_once_while_a_reader_calls_it_and_its_tasks_move(
     apps: Apps, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level("INFO", logger="streams_rt.coordinator")
@@ -83,13 +84,34 @@ def test_a_killed_host_reported_by_a_reader_is_removed_at_once_and_its_tasks_mov
         return victim not in app.coordinator.describe()["members"]
 
     wait_for(run_until_removed, "the killed host's member removed")
-    assert f"member {victim} removed: its host at {endpoint} refuses connections (reported by a reader)" \
-        in caplog.text
+    # Whichever sign came first: the heartbeat's dropped connection (usually) or the reader's report.
+    assert re.search(rf"member {victim} removed: its host at {re.escape(endpoint)} refuses connections "
+                     r"\((its heartbeat's connection dropped|reported by a reader)\)", caplog.text), caplog.text
     assert "session timeout" not in caplog.text
     rows += drain(loop)  # everything host-0 owned now runs on host-1: a new generation formed
     assert sorted(rows) == sorted((f"k{i}", i * 2) for i in range(10, 20))
     described = app.coordinator.describe()
     assert described["generation"] > generation and len(described["members"]) == 1
+    assert set(app.owners(loop).values()) == {members_by_endpoint(app)[str(app.hosts["host-1"].endpoint)]}
+
+
+def test_a_killed_host_is_removed_at_once_with_no_reader_calling_it(
+    apps: Apps, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No batch runs after the kill: the coordinator sees the host's held heartbeat lose its
+    connection, probes the host's endpoint and removes its member; its tasks move to host-1."""
+    caplog.set_level("INFO", logger="streams_rt.coordinator")
+    app, loop = start(apps)
+    assert sorted(drain(loop)) == sorted((f"k{i}", i * 2) for i in range(10))
+    endpoint = str(app.hosts["host-0"].endpoint)
+    victim = members_by_endpoint(app)[endpoint]
+    app.stop_host("host-0", kill=True)
+    wait_for(lambda: victim not in app.coordinator.describe()["members"], "the killed host's member removed")
+    assert f"member {victim} removed: its host at {endpoint} refuses connections (its heartbeat's connection " \
+           "dropped)" in caplog.text
+    assert "reported by a reader" not in caplog.text and "session timeout" not in caplog.text
+    apps.produce("nb-in", [(f"k{i}", i.to_bytes(8, "big"), 2_000 + i) for i in range(10, 20)])
+    assert sorted(drain(loop)) == sorted((f"k{i}", i * 2) for i in range(10, 20))
     assert set(app.owners(loop).values()) == {members_by_endpoint(app)[str(app.hosts["host-1"].endpoint)]}
 
 
@@ -101,7 +123,7 @@ def test_a_report_about_a_live_host_or_an_unknown_address_removes_nothing(
     before = app.coordinator.describe()
     live = str(app.hosts["host-0"].endpoint)
     assert report(app, live, app.coordinator.secret).probing
-    wait_for(lambda: f"probe of the host at {live} (reported unreachable by a reader): ANSWERS" in caplog.text,
+    wait_for(lambda: f"probe of the host at {live} (reported by a reader): ANSWERS" in caplog.text,
              "the probe of the live host answered")
     assert not report(app, "grpc://127.0.0.1:1", app.coordinator.secret).probing  # no member serves it
     after = app.coordinator.describe()
@@ -109,13 +131,16 @@ def test_a_report_about_a_live_host_or_an_unknown_address_removes_nothing(
     assert "refuses connections" not in caplog.text
 
 
-def test_a_report_without_the_runs_secret_is_refused_and_removes_nothing(apps: Apps) -> None:
+def test_a_report_without_the_runs_secret_is_refused_and_starts_no_probe(
+    apps: Apps, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="streams_rt.coordinator")
     app, _ = start(apps)
     before = app.coordinator.describe()
     endpoint = str(app.hosts["host-0"].endpoint)
-    app.stop_host("host-0", kill=True)  # even a true report counts only with the secret
     with pytest.raises(AuthenticationRefused):
         report(app, endpoint, SharedSecret.generate())
-    time.sleep(1)  # a probe of a killed host, had one started, is refused within milliseconds
+    time.sleep(1)  # a probe, had one started, logs its answer within milliseconds
+    assert f"probe of the host at {endpoint}" not in caplog.text
     after = app.coordinator.describe()
     assert (after["generation"], sorted(after["members"])) == (before["generation"], sorted(before["members"]))
