@@ -1,6 +1,6 @@
 """A topology as a streaming DataFrame in local[2], end to end on the real broker: results equal a
 plain Python reference; a host killed mid-batch fails over to its standby without failing the
-query, the other tasks pausing only while the one micro-batch that waits for it lasts; an added
+query, the other tasks never held back (the moved ones sit micro-batches out until they run); an added
 host takes some tasks while the others keep advancing; a driver restart from the checkpoint
 location counts nothing twice; a bad configuration is one clear error."""
 
@@ -266,8 +266,9 @@ def test_a_host_killed_mid_batch_fails_over_to_its_standby_and_no_batch_waits_fo
 ) -> None:
     """host-0 is killed (SIGKILL) while micro-batches run back to back: its tasks continue on
     host-1 from their standbys, the query never fails and the counts equal the reference (nothing
-    lost, nothing twice). A read that cannot connect to host-0 reports it; the coordinator finds
-    its port refusing connections and removes it then, not after session.timeout.ms. Each round
+    lost, nothing twice). The coordinator learns of the death at once (host-0's held heartbeat
+    drops its connection, or a read that cannot connect reports it), finds its port refusing
+    connections and removes it then, not after session.timeout.ms. Each round
     samples every source task's position as its host reports it. host-1's own source tasks
     advance between every pair of rounds, the failover included: host-0's tasks sit out the
     micro-batches until host-1 runs them (a micro-batch completes only when all its partitions
