@@ -1,14 +1,17 @@
 """A topology as a streaming DataFrame in local[2], end to end on the real broker: results equal a
 plain Python reference; a host killed mid-batch fails over to its standby without failing the
-query, the other tasks never held back (the moved ones sit micro-batches out until they run); an added
-host takes some tasks while the others keep advancing; a driver restart from the checkpoint
-location counts nothing twice; a bad configuration is one clear error."""
+query, the other tasks never held back (the moved ones sit micro-batches out until they run); an
+added host takes some tasks while the others keep advancing; a task that sat micro-batches out
+catches up with no new records; a driver restart from the checkpoint location counts nothing
+twice; a bad configuration is one clear error."""
 
 from __future__ import annotations
 
 import collections
 import datetime
 import itertools
+import json
+import re
 import statistics
 import time
 import uuid
@@ -18,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
@@ -26,9 +30,10 @@ from pyspark.sql.streaming.query import StreamingQuery
 from streams_rt import StreamsRuntime
 from streams_rt.config import ConfigError
 from streams_rt.kafka.dev_broker import BrokerInfo
-from streams_rt.protocol import TaskId
+from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.rpc.batches import HostClient
 from streams_rt.runtime.batch_loop import BatchLoop
+from streams_rt.spark.offsets import decode_offsets
 
 pytestmark = pytest.mark.broker
 
@@ -54,6 +59,14 @@ class Topics:
         for i, text in enumerate(texts, offset):
             producer.produce(self.lines, text.encode(), f"line-{i}".encode())
         assert producer.flush(30) == 0
+
+    def ends(self) -> list[int]:
+        """The end offset of each partition of the lines topic."""
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"ends-{uuid.uuid4().hex[:6]}"})
+        try:
+            return [consumer.get_watermark_offsets(KafkaTopicPartition(self.lines, p), timeout=10)[1] for p in range(4)]
+        finally:
+            consumer.close()
 
     def runtime(self, spark: SparkSession, work: Path, app: str, **props: Any) -> StreamsRuntime:
         config = {"application.id": app, "bootstrap.servers": self.bootstrap, **FAST, **props}
@@ -388,3 +401,59 @@ def test_an_added_host_takes_some_tasks_and_the_others_keep_advancing(
     finally:
         loop.close()
         query.stop()
+
+
+def test_a_task_that_sat_out_micro_batches_catches_up_with_no_new_records(
+    spark: SparkSession, topics: Topics, tmp_path: Path, runtimes: list[StreamsRuntime]
+) -> None:
+    """Static members (group.instance.id): a killed host keeps its tasks until its session times
+    out, so they still look RUNNING there. host-0 is killed, more input comes and then no more:
+    Spark's offsets move past all of it while host-0's tasks sit the micro-batches out (their
+    reads cannot connect). host-0 restarts within its session and takes its tasks back, behind
+    Spark's offsets with no new records for them: only a micro-batch without new records
+    (latestOffset offers one for a task that reports itself behind) brings theirs in. The counts
+    must equal the reference, and the restarted host's log shows the catch-up."""
+    runtime = topics.runtime(spark, tmp_path, f"idle-{uuid.uuid4().hex[:8]}",
+                             **{"group.instance.id": "idle", "session.timeout.ms": 60_000})
+    runtimes.append(runtime)
+    app = runtime.app
+    loop = app.loop()
+    table = f"i_{uuid.uuid4().hex[:8]}"
+    query = (runtime.stream().writeStream.format("memory").queryName(table)
+             .trigger(processingTime="200 milliseconds").start())
+    try:
+        produced = lines(0, 200)
+        topics.produce(produced)
+        wait_for(spark, query, table, reference(produced))
+        sources = {t for t, owner in app.owners(loop).items()
+                   if owner == member_and_standbys(runtime, "host-0")[0] and t.subtopology == 0}
+        assert sources
+        app.stop_host("host-0", kill=True)
+        skipped = lines(200, 400)
+        topics.produce(skipped, 200)
+        produced += skipped
+        ends = dict(enumerate(topics.ends()))
+        deadline = time.monotonic() + 60
+        while not spark_offsets_reach(query, topics.lines, ends):  # past the records host-0's tasks sat out
+            assert query.exception() is None, query.exception()
+            assert time.monotonic() < deadline, query.lastProgress
+            time.sleep(0.1)
+        assert counts(spark, table) != reference(produced), "host-0's records came out while it was dead"
+        restarted = app.start_host("host-0")  # within its session: its tasks come back to it
+        wait_for(spark, query, table, reference(produced))
+        caught_up = re.findall(r"task (0_\d+): batch \d+: the batch starts at \S+; running it from \S+, where the "
+                               r"task is", restarted.log_tail(200_000))
+        assert {str(t) for t in sources} <= set(caught_up), (caught_up, sources)
+    finally:
+        loop.close()
+        query.stop()
+
+
+def spark_offsets_reach(query: StreamingQuery, topic: str, ends: dict[int, int]) -> bool:
+    """The query's last micro-batch ends at `ends` (partition -> end offset) of `topic`."""
+    progress = query.lastProgress
+    if not progress or not progress["sources"]:
+        return False
+    end = progress["sources"][0]["endOffset"]
+    reached = decode_offsets(json.loads(end) if isinstance(end, str) else end)
+    return all(reached.get(TopicPartition(topic, p), -1) >= at for p, at in ends.items())
