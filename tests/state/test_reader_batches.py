@@ -80,3 +80,34 @@ def test_every_store_ends_as_its_records_applied_in_order(
             assert store.applied_offset() == next_offset[tp] - 1
         assert reader.positions(tasks[tp.partition].task).get(tp, next_offset[tp]) == next_offset[tp]
     reader.close()
+
+
+class _LoggedStore(InMemoryKeyValueStore):
+    def __init__(self, name: str, log: list[str]) -> None:
+        super().__init__(name)
+        self.log = log
+
+    def start_sync(self) -> None:
+        self.log.append(f"flush {self.name}")
+
+
+class _LoggedTask(_Task):
+    def __init__(self, task: TaskId, log: list[str]) -> None:
+        super().__init__(task)
+        self.log = log
+
+    def restore_completed(self) -> None:
+        self.log.append(f"completed {self.task}")
+
+
+def test_stores_whose_restores_end_in_one_poll_all_start_flushing_before_any_task_is_told() -> None:
+    log: list[str] = []
+    tps = [TopicPartition("app-a-changelog", p) for p in (0, 1)]
+    batch = [Message(topic=tp.topic, partition=tp.partition, offset=0, key=b"k", value=b"v") for tp in tps]
+    reader = ChangelogReader(_Consumer(batch))
+    for tp in tps:
+        reader.restore(_LoggedTask(TaskId(0, tp.partition), log), {tp: _LoggedStore(f"s{tp.partition}", log)},
+                       {tp: 0}, {tp: 1})
+    reader.poll()
+    assert log == ["flush s0", "flush s1", "completed 0_0", "completed 0_1"]
+    reader.close()
