@@ -22,6 +22,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from streams_rt.kafka.records import offset, topic_partition
 from streams_rt.kafka.watermarks import WatermarkSource
 from streams_rt.protocol import TaskId, TopicPartition
+from streams_rt.state.deferred_gc import collector_deferred
 from streams_rt.state.errors import ChangelogError
 from streams_rt.state.restore import CONSUME_BATCH, StateRestoreListener, changelog_range, split_events
 from streams_rt.state.stores.base import StateStore
@@ -198,6 +199,20 @@ class ChangelogReader:
         if not self._partitions:
             time.sleep(timeout_s)  # nothing assigned: consume() would return at once
             return {}
+        with collector_deferred():  # the batch's Messages would set off full collections
+            applied, eofs = self._read(max_records, timeout_s)
+        for eof in eofs:
+            part = self._partitions.get(topic_partition(eof))
+            if part is not None:
+                part.position = max(part.position, offset(eof))
+                if part.mode is ReadMode.RESTORE:
+                    part.end = min(part.end, part.position)  # the end hid behind commit markers
+        self._complete_restores()
+        return applied
+
+    def _read(self, max_records: int, timeout_s: float) -> tuple[dict[TaskId, int], list[Message]]:
+        """One `consume()` batch, applied: records applied per task, and the batch's EOF events.
+        The batch's records are freed when it returns (before `poll` lets the collector run)."""
         batch = self._consumer.consume(max_records, timeout_s)
         applied: dict[TaskId, int] = {}
         try:
@@ -210,14 +225,7 @@ class ChangelogReader:
         except BaseException:
             self._rewind()
             raise
-        for eof in eofs:
-            part = self._partitions.get(topic_partition(eof))
-            if part is not None:
-                part.position = max(part.position, offset(eof))
-                if part.mode is ReadMode.RESTORE:
-                    part.end = min(part.end, part.position)  # the end hid behind commit markers
-        self._complete_restores()
-        return applied
+        return applied, eofs
 
     def _rewind(self) -> None:
         """Seek every partition back to its read position (after a failed poll)."""
@@ -229,7 +237,10 @@ class ChangelogReader:
 
     def _runs(self, records: list[Message]) -> Iterable[tuple[TopicPartition, list[Message]]]:
         """The batch cut into runs of one partition (librdkafka hands them out fetch by fetch);
-        with one partition assigned, the batch is one run and nothing is looked at per record."""
+        with one partition assigned, the batch is one run and nothing is looked at per record.
+        Runs are cut by partition number, then by topic where a run's topics differ (tasks with
+        several stores read the same partition number of several changelogs): C loops, and no tuple
+        made per record (a zip of topics and partitions cost 0.1 us a record)."""
         if not records:
             return []
         if len(self._partitions) == 1:
@@ -237,13 +248,16 @@ class ChangelogReader:
             first, last = records[0], records[-1]
             if (first.topic(), first.partition()) == (last.topic(), last.partition()) == tp:
                 return [(tp, records)]
-        keys = list(zip(map(Message.topic, records), map(Message.partition, records), strict=True))
         runs = []
-        start = 0
-        for _, group in itertools.groupby(keys):
-            length = len(list(group))
-            runs.append((topic_partition(records[start]), records[start:start + length]))
-            start += length
+        for _, group in itertools.groupby(records, Message.partition):
+            run = list(group)
+            topics = list(map(Message.topic, run))
+            if topics.count(topics[0]) == len(run):
+                runs.append((topic_partition(run[0]), run))
+                continue
+            for _, same in itertools.groupby(run, Message.topic):
+                part = list(same)
+                runs.append((topic_partition(part[0]), part))
         return runs
 
     def _apply(self, part: _Partition, run: list[Message]) -> int:
@@ -264,8 +278,12 @@ class ChangelogReader:
         return len(run)
 
     def _complete_restores(self) -> None:
+        """Tell every task whose stores all reached their ends. Their stores' flushes start first,
+        all of them, so they run side by side on RocksDB's flush threads while each task in turn
+        waits for its own (8 tasks ending in one poll waited for 8 flushes one by one)."""
         now = time.monotonic()
-        for task_id, task in list(self._restoring.items()):
+        done: list[tuple[TaskId, Restoring, list[_Partition]]] = []
+        for task_id, task in self._restoring.items():
             parts = [p for p in self._partitions.values() if p.owner == task_id]
             pending = [p for p in parts if p.position < p.end]
             stalled = [p for p in pending if now - p.last_progress > self._timeout_s]
@@ -274,8 +292,14 @@ class ChangelogReader:
                 raise ChangelogError(p.tp.topic, p.tp.partition,
                                      f"no progress for {self._timeout_s:.0f} s at offset {p.position} "
                                      f"(restoring to {p.end})")
-            if pending:
-                continue
+            if not pending:
+                done.append((task_id, task, parts))
+        for _, _, parts in done:
+            for part in parts:
+                part.store.start_sync()
+        for task_id, task, parts in done:
+            if task_id not in self._restoring:
+                continue  # removed by an earlier task's completion (a host's callback)
             for part in parts:
                 del self._partitions[part.tp]
                 if self.listener is not None:

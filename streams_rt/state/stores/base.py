@@ -83,6 +83,10 @@ class StateStore(ABC):
     def sync(self) -> None:  # noqa: B027 - nothing to do for a store that keeps nothing on disk
         """Make everything committed or applied so far durable, before a checkpoint names it."""
 
+    def start_sync(self) -> None:  # noqa: B027 - nothing to do for a store that keeps nothing on disk
+        """Start making what was applied durable, without waiting (`sync` waits): stores whose
+        restores end together then flush at once rather than one after another."""
+
     # -- restore -----------------------------------------------------------------------------
     @abstractmethod
     def apply_changelog(self, keys: Sequence[bytes], values: Sequence[bytes | None], last_offset: int) -> None:

@@ -368,6 +368,15 @@ class RocksDBStore(StateStore):
                 self._unlogged = False
             self.db.flush_wal(True)
 
+    def start_sync(self) -> None:
+        """Flush the data families' memtables in the background; `sync` waits for that flush,
+        then flushes the offsets family (the order `sync` keeps)."""
+        if not self._unlogged:
+            return
+        with self._typed_failures():
+            for name in self._data_families():
+                self._family(name).flush(False)
+
     def figures(self) -> dict[str, int]:
         """RocksDB's own figures under Kafka's metric names (KIP-607), summed over the data column
         families: estimated keys, memtable bytes, and the block cache every store of the host

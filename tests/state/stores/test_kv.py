@@ -16,7 +16,7 @@ from streams_rt.state.config import StateConfig
 from streams_rt.state.errors import StoreClosedError
 from streams_rt.state.stores import InMemoryKeyValueStore, KeyValueStore, RocksDBKeyValueStore
 from streams_rt.state.stores.kv import prefix_upper_bound
-from streams_rt.state.stores.rocksdb_options import LEVEL0_SLOWDOWN_WRITES_TRIGGER, RocksDBSettings
+from streams_rt.state.stores.rocksdb_options import LEVEL0_SLOWDOWN_WRITES_TRIGGER, SUBCOMPACTIONS, RocksDBSettings
 from streams_rt.state.stores.typed import TypedKeyValueStore
 from tests.state.stores.conftest import RecordingChangelog
 
@@ -232,4 +232,6 @@ def test_finishing_a_restore_compacts_a_crowded_level0(tmp_path: Path) -> None:
         b"v0", b"v%d" % (LEVEL0_SLOWDOWN_WRITES_TRIGGER + 1)]
     options_file = sorted(store.path.glob("OPTIONS-*"))[-1].read_text()
     assert "memtable_factory=SkipListFactory" in options_file
+    # What is left in L0 is compacted after the reopen, split by key range over the cores.
+    assert f"max_subcompactions={SUBCOMPACTIONS}" in options_file
     store.close()
