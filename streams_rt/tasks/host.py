@@ -61,7 +61,7 @@ from streams_rt.tasks.prometheus import HostFigures, host_registry
 from streams_rt.tasks.restart import RestartRefused, RestartRequest
 from streams_rt.tasks.state_thread import StateThread, StateThreadStopped
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
-from streams_rt.tasks.task import Ranges, Refusal
+from streams_rt.tasks.task import Ranges, Refusal, TaskPhase
 from streams_rt.topology import Topology, TopologyLayout
 
 log = logging.getLogger(__name__)
@@ -220,6 +220,7 @@ class TaskHost:
     # -- assignment (member thread, executed on the state thread) ------------------------------
     def assigned(self, tasks: frozenset[TaskId], generation: int) -> None:
         self._generation = generation
+        self._changed.set()  # report now: the new tasks are CREATED while they are fenced and opened
         status = self.member.status()
         if self._ownership is not None:
             self._ownership.assigned(generation, status.active)
@@ -521,12 +522,17 @@ class TaskHost:
             self._changed.wait(REPORT_INTERVAL_S)
             self._changed.clear()
             member = self.member.status()
-            if member.state is not MemberState.STABLE or not member.member_id:
+            if member.state not in (MemberState.STABLE, MemberState.RECONCILING) or not member.member_id:
                 continue
             self._ask_to_drain(member.member_id, member.generation)
+            view = dict(self._view)
             tasks = {str(t): {"phase": r.core.phase.value, "positions": [[tp.topic, tp.partition, o] for tp, o in
                                                                          sorted(r.positions().items())]}
-                     for t, r in list(self._view.items()) if t in member.active}
+                     for t, r in view.items() if t in member.active}
+            # Assigned but not opened yet (a promotion's fencing, say): readers sit these out at once
+            # rather than wait for an owner that has not reported them.
+            tasks.update({str(t): {"phase": TaskPhase.CREATED.value, "positions": []}
+                          for t in member.active if t not in view})
             request = ReportTasksRequest(group_id=self.settings.member.application_id, member_id=member.member_id,
                                          generation=member.generation, endpoint=self.endpoint, tasks=tasks)
             try:

@@ -262,8 +262,8 @@ def print_failover(rounds: list[Round], positions: list[dict[TaskId, int]], batc
     print("micro-batches: " + ", ".join(f"{mb.batch_id} {mb.start - killed_at:+.2f}..{mb.end - killed_at:+.2f}"
                                         for mb in shown))
     formed = f"{formed_at - killed_at:+.2f} s" if formed_at is not None else "not logged"
-    print(f"h0 removed {removed_at - killed_at:+.2f} s after the kill (a reader reported it; its port refused"
-          f" connections); the next generation formed {formed}")
+    print(f"h0 removed {removed_at - killed_at:+.2f} s after the kill (its port refused connections); the next"
+          f" generation formed {formed}")
     slowest = max((mb for mb in shown if mb.end > killed_at), key=lambda mb: mb.seconds)
     others = sorted(mb.seconds for mb in shown if mb != slowest)
     print(f"slowest micro-batch after the kill: {slowest.batch_id} ({slowest.start - killed_at:+.2f}.."
