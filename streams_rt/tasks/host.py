@@ -129,6 +129,21 @@ class HostSettings:
         )
 
 
+def reported_tasks(opened: Mapping[TaskId, tuple[TaskPhase, Mapping[TopicPartition, int]]],
+                   active: frozenset[TaskId]) -> dict[str, dict[str, Any]]:
+    """The `tasks` of a report: each active task's phase and committed positions. An active task not
+    opened yet (its promotion still fencing, say) is CREATED, so readers sit it out at once rather
+    than wait for an owner that has not reported it; an opened task no longer active (being given
+    up) is left out."""
+    tasks: dict[str, dict[str, Any]] = {
+        str(t): {"phase": phase.value,
+                 "positions": [[tp.topic, tp.partition, o] for tp, o in sorted(positions.items())]}
+        for t, (phase, positions) in opened.items() if t in active
+    }
+    tasks.update({str(t): {"phase": TaskPhase.CREATED.value, "positions": []} for t in sorted(active - set(opened))})
+    return tasks
+
+
 def fence_ahead(promoting: list[TaskState]) -> None:
     """Fence the previous owners of the standbys about to be promoted all at once (TaskState.fence):
     one after another, each waits for the broker to abort its dead owner's open transaction. A fencing that
@@ -525,14 +540,8 @@ class TaskHost:
             if member.state not in (MemberState.STABLE, MemberState.RECONCILING) or not member.member_id:
                 continue
             self._ask_to_drain(member.member_id, member.generation)
-            view = dict(self._view)
-            tasks = {str(t): {"phase": r.core.phase.value, "positions": [[tp.topic, tp.partition, o] for tp, o in
-                                                                         sorted(r.positions().items())]}
-                     for t, r in view.items() if t in member.active}
-            # Assigned but not opened yet (a promotion's fencing, say): readers sit these out at once
-            # rather than wait for an owner that has not reported them.
-            tasks.update({str(t): {"phase": TaskPhase.CREATED.value, "positions": []}
-                          for t in member.active if t not in view})
+            opened = {t: (r.core.phase, r.positions()) for t, r in list(self._view.items())}
+            tasks = reported_tasks(opened, member.active)
             request = ReportTasksRequest(group_id=self.settings.member.application_id, member_id=member.member_id,
                                          generation=member.generation, endpoint=self.endpoint, tasks=tasks)
             try:
