@@ -10,7 +10,9 @@ for the task has any."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from itertools import chain
 
 from .forced_replicas import ForcedReplicas
 from .least_loaded import LeastLoaded
@@ -35,7 +37,10 @@ def general_assign(
     quotas: list[int] | None = None  # equal capacities, several subtopologies: the targets choose (spread.py)
     forced = ForcedReplicas.of(inputs.clients, inputs.configs) if prior is None else None
     if prior is not None:
-        quotas = filling_quotas(pool, inputs.subtopology, capacities, prior, inputs.rank)
+        standbys = Counter(chain.from_iterable(lags.standby_owners))
+        held = [standbys.get(c, 0) for c in range(n)]
+        owned = owned_counts(pool, owner, n)
+        quotas = filling_quotas(pool, inputs.subtopology, capacities, prior, inputs.rank, owned, held)
     elif len(set(capacities)) > 1 or sizes is None:
         owned = owned_counts(pool, owner, n)
         quotas = capacity_quotas(len(pool), capacities, inputs.rank, owned, sizes, bounds, forced)
@@ -89,3 +94,4 @@ def general_assign(
         place(t, c)
         least_loaded.offer(c)
     return [target[t] for t in pool]
+
