@@ -706,3 +706,19 @@ def test_a_moving_task_warms_up_in_the_slot_of_a_second_caught_up_standby() -> N
     second = assign(tasks, warmed, end, configs, EAGER, 0)
     assert [len(a.active) for a in second.clients.values()] == [2, 2, 2, 2]
     assert second.probing_rebalance_at_ms is None
+
+
+def test_with_nobody_caught_up_a_task_nobody_owns_stays_with_the_least_lag_where_the_quotas_allow() -> None:
+    """A group restarts on old state: nobody owns a task, nobody is caught up. Z has the least lag on
+    T0, Y on T1, X (first by process id) none. The task runs on the least lag either way; were its
+    target X, X would warm up T0 in vain: in the next round Z owns T0 and keeps it."""
+    x, y, z = (uuid.UUID(int=i) for i in (1, 2, 3))
+    end = {T[0]: 100_000, T[1]: 100_000}
+    states = [
+        ClientState(x),
+        ClientState(y, task_offset_sums={T[1]: 60_000}),
+        ClientState(z, task_offset_sums={T[0]: 60_000}),
+    ]
+    r = assign(T[:2], states, end, AssignmentConfigs(), EAGER, 0)
+    assert r.clients[z].active == {T[0]} and r.clients[y].active == {T[1]}
+    assert not any(a.warmup for a in r.clients.values()) and r.probing_rebalance_at_ms is None
