@@ -109,13 +109,16 @@ def least_lag_owners(inputs: RoundInputs, pool: Sequence[int]) -> list[int]:
     round for nothing). Not with capacities that differ: there the owners' counts pick among equally
     even quotas, and a large client with the least lag on many tasks kept them at the standbys'
     expense (quality bench, random seed 278: standby spread 1 -> 1.33)."""
-    owner, lags = list(inputs.owner), inputs.lags
+    owner, lags = inputs.owner, inputs.lags
     if len(set(inputs.capacities)) > 1:
         return owner
-    for t in pool:
-        holders, end = lags.holders(t), lags.end[t]
-        if owner[t] != NO_OWNER or not holders or end is None or lags.default_caught_up[t]:
-            continue
-        if lags.rank(t, holders[0]) < end and not lags.caught_up(t, holders[0]):
-            owner[t] = holders[0]
+    default, reports, end = lags.default_caught_up, lags.reports, lags.end
+    unowned = [t for t in pool if owner[t] == NO_OWNER and reports[t] and not default[t]]
+    if not unowned:
+        return owner
+    owner = list(owner)
+    for t in unowned:
+        least = lags.holders(t)[0]
+        if lags.rank(t, least) < (end[t] or 0) and not lags.caught_up(t, least):
+            owner[t] = least
     return owner
