@@ -2,7 +2,9 @@
 (standbys, earlier owners, warm-ups) steers where an unowned task goes.
 
 1. Quotas (see quotas.py). 2. Keep: each owner keeps owned tasks up to its quota and its share of each
-subtopology (spread.py), giving up first those another client could take without a warm-up. 3. Fill
+subtopology (spread.py), giving up first those another client could take without a warm-up; with equal
+capacities, a stateful task nobody owns and nobody is caught up on counts as owned by its least-lag
+client (least_lag_owners). 3. Fill
 the rest, first onto caught-up clients with room, then onto clients with partial state, then onto the
 least loaded client with room (LeastLoaded, so the cost is O(tasks log clients), never clients x
 tasks); "room" includes the client's share of the task's subtopology, unless no client with room
@@ -10,10 +12,13 @@ for the task has any."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from itertools import chain
 
 from .forced_replicas import ForcedReplicas
 from .least_loaded import LeastLoaded
+from .ownership import NO_OWNER
 from .quotas import capacity_quotas, filling_quotas, keep_owned, owned_counts, subtopology_sizes
 from .round_inputs import RoundInputs
 from .spread import SubtopologyShares
@@ -28,14 +33,18 @@ def general_assign(
     """Returns the target client of each task of `pool`. prior_load: for the stateless pool, active
     tasks each client already has; the pool then fills up the least loaded clients
     (quotas.filling_quotas). bounds: for the stateful pool, quotas.joint_bounds."""
-    owner, capacities, lags = inputs.owner, inputs.capacities, inputs.lags
+    capacities, lags = inputs.capacities, inputs.lags
     n = len(capacities)
+    owner = inputs.owner if prior_load is not None else least_lag_owners(inputs, pool)
     prior = prior_load
     sizes = subtopology_sizes(pool, inputs.subtopology)
     quotas: list[int] | None = None  # equal capacities, several subtopologies: the targets choose (spread.py)
     forced = ForcedReplicas.of(inputs.clients, inputs.configs) if prior is None else None
     if prior is not None:
-        quotas = filling_quotas(pool, inputs.subtopology, capacities, prior, inputs.rank)
+        standbys = Counter(chain.from_iterable(lags.standby_owners))
+        held = [standbys.get(c, 0) for c in range(n)]
+        owned = owned_counts(pool, owner, n)
+        quotas = filling_quotas(pool, inputs.subtopology, capacities, prior, inputs.rank, owned, held)
     elif len(set(capacities)) > 1 or sizes is None:
         owned = owned_counts(pool, owner, n)
         quotas = capacity_quotas(len(pool), capacities, inputs.rank, owned, sizes, bounds, forced)
@@ -89,3 +98,27 @@ def general_assign(
         place(t, c)
         least_loaded.offer(c)
     return [target[t] for t in pool]
+
+
+
+def least_lag_owners(inputs: RoundInputs, pool: Sequence[int]) -> list[int]:
+    """Each task's owner; with equal capacities, a task nobody owns and nobody is caught up on counts as
+    owned by the client with the least lag, where it runs until its target has caught up
+    (warmups.gate_to_caught_up). It runs there and is owned there in the next round, so a target
+    elsewhere, warmed up now, would be dropped then for the owner's claim (a warm-up and a probing
+    round for nothing). Not with capacities that differ: there the owners' counts pick among equally
+    even quotas, and a large client with the least lag on many tasks kept them at the standbys'
+    expense (quality bench, random seed 278: standby spread 1 -> 1.33)."""
+    owner, lags = inputs.owner, inputs.lags
+    if len(set(inputs.capacities)) > 1:
+        return owner
+    default, reports, end = lags.default_caught_up, lags.reports, lags.end
+    unowned = [t for t in pool if owner[t] == NO_OWNER and reports[t] and not default[t]]
+    if not unowned:
+        return owner
+    owner = list(owner)
+    for t in unowned:
+        least = lags.holders(t)[0]
+        if lags.rank(t, least) < (end[t] or 0) and not lags.caught_up(t, least):
+            owner[t] = least
+    return owner

@@ -71,13 +71,17 @@ def assign(
     planned = [0] * len(ordered)
     pending: list[PendingMove] = []
     active_load = [0] * n
+    # Where the actives end up once the pending moves are made: the stateless pool fills up around that,
+    # so the round after the moves keeps it (filled around where the moving tasks run meanwhile, the
+    # stateless tasks would move again after them, and the standbys with them: warm-ups and rounds).
+    target_load = [0] * n
     stateful_pool = [t for t in range(len(ordered)) if end[t] is not None]
     stateless_pool = [t for t in range(len(ordered)) if end[t] is None]
     bounds = joint_bounds(stateful_pool, stateless_pool, inputs.subtopology, inputs.capacities, inputs.rank)
     for pool in (stateful_pool, stateless_pool):
         if not pool:
             continue
-        if constrained_applies(inputs, pool) and not any(active_load):
+        if constrained_applies(inputs, pool) and not any(target_load):
             # Where the pass applies, a task that is not caught up by default has state on its owner
             # only, so it can leave its owner without a warm-up exactly when it is caught up by default.
             shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank)
@@ -87,12 +91,13 @@ def assign(
             )
         else:  # the stateless pool fills up what the stateful one left
             fills_up = pool is stateless_pool
-            target = general_assign(inputs, pool, active_load if fills_up else None, None if fills_up else bounds)
+            target = general_assign(inputs, pool, target_load if fills_up else None, None if fills_up else bounds)
         placed, moves = gate_to_caught_up(inputs, pool, target)
         pending.extend(moves)
-        for t, c in zip(pool, placed, strict=True):
+        for t, c, d in zip(pool, placed, target, strict=True):
             planned[t] = c
             active_load[c] += 1
+            target_load[d] += 1
 
     pending_target = {m.task: m.target for m in pending}
     plan = place_standbys(inputs, stateful_pool, planned, pending_target, active_load)

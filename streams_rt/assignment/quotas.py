@@ -22,12 +22,16 @@ Stateless tasks (placed on top of the stateful ones): each client runs the floor
 capacity share of each stateless subtopology (as Kafka spreads every subtopology), so its quota lies
 between the sums of those floors and ceils; within that, what balances the threads is the total, so
 the tasks fill up the clients whose load per capacity unit is lowest (as Kafka's least-loaded placement
-of stateless tasks), ties by rank.
+of stateless tasks). Ties: first clients owning more of the pool than they have been given so far (an
+unchanged group keeps its quotas), then those holding fewer standbys per capacity unit (a caught-up
+standby stays where it is rather than move for a stateless task that could run elsewhere: a warm-up and
+a probing round), then rank.
 
-Stateless quotas do not look at who owns what, and the subtopology targets only through claims that
-survive a cooperative move's second round: a preference for owners there could change between the two
-rounds (a giver shedding crowded tasks owns less than its quota in the second) and move tasks back and
-forth. With one subtopology an owner only sheds above its quota, so the preference holds.
+The stateless quotas look at ownership only among clients that tie on load. The subtopology targets
+look at it only through claims that survive a cooperative move's second round: a preference for owners
+there could change between the two rounds (a giver shedding crowded tasks owns less than its quota in
+the second) and move tasks back and forth. With one subtopology an owner only sheds above its quota, so
+the preference holds.
 
 `keep_owned`: owners keep their tasks up to the quota and within their target of each subtopology
 (spread.py)."""
@@ -208,14 +212,21 @@ def filling_quotas(
     capacities: Sequence[int],
     prior: Sequence[int],
     rank: Sequence[int],
+    owned: Sequence[int],
+    standbys: Sequence[int],
 ) -> list[int]:
     """Stateless quotas on top of `prior` (each client's tasks from earlier pools), see the module
-    docstring."""
+    docstring. Among clients as loaded, those that own more of the pool than they have been given
+    first (nothing moves: an unchanged group keeps its quotas), then those holding fewer `standbys`
+    per capacity unit: the standbys stay where they are (no warm-up) if the stateless tasks go around
+    them."""
     sizes = subtopology_sizes(pool, subtopology)
     lo, hi = share_bounds(sizes or [len(pool)], capacities)  # one subtopology: the pool
-    return balanced_counts(
-        len(pool), capacities, prior, lo, hi, lambda c, q: ((prior[c] + q + 1) / capacities[c], rank[c]), sizes
-    )
+
+    def order(c: int, q: int) -> tuple[float, bool, float, int]:
+        return (prior[c] + q + 1) / capacities[c], owned[c] <= q, standbys[c] / capacities[c], rank[c]
+
+    return balanced_counts(len(pool), capacities, prior, lo, hi, order, sizes)
 
 
 class Kept(NamedTuple):

@@ -1,23 +1,28 @@
 """Standby replicas: `num.standby.replicas` distinct clients per stateful task, never the active's client.
 
-1. Plan. Preference per task: the client the active is waiting to move to (its standby is a free
-   warm-up), then the clients that hold it as standby now (stickiness; with more holders than replicas,
-   caught-up and less loaded ones first), then other clients with the state, most caught up first,
-   while under their share; then the least loaded client. Load and share count all tasks (actives and
-   standbys) per capacity unit. Passes then move standbys from clients above the ceil of their share
-   to clients below it, from clients above their (rounded) share to clients below it, and to any
-   client that, with it, stays at or below the giver's load per capacity unit without it (Kafka's
-   criterion in balanceTasksOverThreads, for zones the tag rule keeps from their share), preferring
-   takers that hold the task's state; where the loads leave a choice, the standbys alone are evened
-   out too (with capacities that differ the shares themselves are chosen for that: standby_shares.py).
+1. Plan, around where the actives end up once the pending moves are made (planned around where they
+   run meanwhile, the standbys would be balanced again after the moves: more warm-ups, more probing
+   rounds). Preference per task: the clients that hold it as standby now (stickiness; with more holders
+   than replicas, caught-up and less loaded ones first), then a pending move's source (it runs the
+   task: caught up, and its replica gives the target a free warm-up, see 2), then other clients with
+   the state, most caught up first, while under their share; then the least loaded client. Load and
+   share count all tasks (actives and standbys) per capacity unit. Passes then move standbys from
+   clients above the ceil of their share to clients below it, from clients above their (rounded)
+   share to clients below it, and to any client that, with it, stays at or below the giver's load per
+   capacity unit without it (Kafka's criterion in balanceTasksOverThreads, for zones the tag rule
+   keeps from their share), preferring takers that hold the task's state; where the loads leave a
+   choice, the standbys alone are evened out too (with capacities that differ the shares themselves
+   are chosen for that: standby_shares.py).
    Where no direct move is left but one of these would fit between two clients through others, a
    chain of moves makes it (the middle clients' loads unchanged). With several tag keys, two replicas
    of one task may then move at once where neither can alone without raising its tag deficit.
-2. Keep a caught-up replica (KIP-441 for standbys, as Kafka's standby task movements): when the plan
-   leaves a task without a caught-up replica while a caught-up client could hold one, that client
-   keeps one for now and the planned client becomes a pending standby move, which gets a warm-up from
-   what is left of `max.warmup.replicas`. So balancing never leaves a task without a caught-up
-   replica when it could have one.
+2. This round: a pending move's source still runs the task, so where the plan gives it a replica, the
+   move's target holds that replica meanwhile (a free warm-up). Keep a caught-up replica (KIP-441 for
+   standbys, as Kafka's standby task movements): when the plan leaves a task without a caught-up
+   replica while a caught-up client could hold one, that client keeps one for now and the planned
+   client becomes a pending standby move, which gets a warm-up from what is left of
+   `max.warmup.replicas`. So balancing never leaves a task without a caught-up replica when it could
+   have one.
 
 With `rack.aware.assignment.tags`, a replica goes only where every tag value differs from the values
 already used by the task's active and replicas, until a tag has no unused value left (then that tag
@@ -98,7 +103,10 @@ def place_standbys(
 ) -> StandbyPlan:
     """`tasks` are the stateful tasks in order; `active[t]` is the client planned to run task t's
     active this round, `pending_target` the client a pending move waits for, and `active_load` each
-    client's active task count."""
+    client's active task count.
+
+    The standbys are planned around where the actives end up (each pending move made), so the round
+    after the moves keeps them (see the module docstring)."""
     n = inputs.n_clients
     per_task = min(inputs.configs.num_standby_replicas, n - 1)
     tag_keys = inputs.configs.rack_aware_assignment_tags
@@ -106,6 +114,11 @@ def place_standbys(
     standby_of = [none] * len(active)
     if per_task <= 0:
         return StandbyPlan(standby_of, [])
+    final, final_load = list(active), list(active_load)
+    for t, target in pending_target.items():
+        final[t] = target
+        final_load[active[t]] -= 1
+        final_load[target] += 1
     if per_task == n - 1 and not tag_keys:
         # Every client but the active's holds a standby: nothing to choose, balance or keep.
         others = [set(range(n)) - {c} for c in range(n)]
@@ -114,14 +127,16 @@ def place_standbys(
         return StandbyPlan(standby_of, [])
     stateful_active = [0] * n
     for t in tasks:
-        stateful_active[active[t]] += 1
-    placement = _Placement(inputs, per_task, standby_of, active, active_load, stateful_active, len(tasks))
+        stateful_active[final[t]] += 1
+    placement = _Placement(inputs, per_task, standby_of, final, final_load, stateful_active, len(tasks))
+    source = {t: active[t] for t in pending_target}
     if tag_keys:
         for t in tasks:
-            placement.place_tagged(t, pending_target.get(t))
+            placement.place_tagged(t, source.get(t))
     else:
-        placement.place_untagged(tasks, pending_target)
+        placement.place_untagged(tasks, source)
     placement.rebalance()
+    placement.start_moves(pending_target, active)
     return StandbyPlan(standby_of, placement.keep_caught_up(tasks))
 
 
@@ -169,23 +184,21 @@ class _Placement:
         self.spread = _TagSpread([s.tags for s in inputs.clients], tag_keys) if tag_keys else None
         self.pair_budget = per_task * n_tasks  # pair moves per round (see _pair_moves)
 
-    def place_untagged(self, tasks: Sequence[int], pending_target: Mapping[int, int]) -> None:
-        """The hot path, kept in one loop."""
+    def place_untagged(self, tasks: Sequence[int], source: Mapping[int, int]) -> None:
+        """The hot path, kept in one loop. source: where a pending move's task runs this round."""
         per_task, standby_of, active, load, share = self.per_task, self.standby_of, self.active, self.load, self.share
         lags, least_loaded = self.lags, self.least_loaded
         standby_owners, reports = lags.standby_owners, lags.reports
         for t in tasks:
             chosen = standby_of[t] = set()
             a = active[t]
-            target = pending_target.get(t)
-            if target is not None or standby_owners[t] or reports[t]:  # someone has a claim on the state
-                if target is not None and target != a and load[target] < share[target]:
-                    chosen.add(target)
-                    load[target] += 1
+            if standby_owners[t] or reports[t]:  # someone has a claim on the state
                 # Sticky: current holders stay (the relieving pass moves some away if balance needs it).
                 holding = standby_owners[t]
                 if len(holding) > per_task:  # a finished warm-up: keep the caught-up, less loaded ones
                     holding = self._by_preference(t, holding)
+                if t in source:
+                    holding = [*holding, source[t]]
                 for c in holding:
                     if len(chosen) < per_task and c != a and c not in chosen:
                         chosen.add(c)
@@ -203,7 +216,7 @@ class _Placement:
                     load[c] += 1
                     least_loaded.offer(c)
 
-    def place_tagged(self, t: int, target: int | None) -> None:
+    def place_tagged(self, t: int, source: int | None) -> None:
         """The untagged preferences, each only where the tag rule allows; then the least loaded allowed
         clients, or the least loaded of those adding the most unused tag values when none is left.
         With several tag keys the rule depends on the order replicas are taken in, so the result is
@@ -214,16 +227,18 @@ class _Placement:
         holding: Sequence[int] = self.lags.standby_owners[t]
         if len(holding) > self.per_task:
             holding = self._by_preference(t, holding)
+        if source is not None:
+            holding = [*holding, source]
         avoid: set[int] = set()
         for _ in range(self.per_task + 1):
-            chosen = self._choose_tagged(t, target, holding, avoid)
+            chosen = self._choose_tagged(t, holding, avoid)
             kept = self._keep(t, sorted(chosen), spread.start(self.active[t]), set(), self.per_task)
             if len(kept) == len(chosen):
                 break
             for c in chosen:
                 load[c] -= 1
             avoid |= chosen - set(kept)
-            holding, target = kept, None
+            holding = kept
         self.standby_of[t] = chosen
         if len(spread.keys) > 1:
             self._lower_deficit(t)
@@ -297,7 +312,7 @@ class _Placement:
             waiting.remove(keep)
         return kept
 
-    def _choose_tagged(self, t: int, target: int | None, holding: Sequence[int], avoid: set[int]) -> set[int]:
+    def _choose_tagged(self, t: int, holding: Sequence[int], avoid: set[int]) -> set[int]:
         """One try at task t's replicas (adding their load), avoiding the clients in `avoid`."""
         assert self.spread is not None
         spread, load, share, per_task = self.spread, self.load, self.share, self.per_task
@@ -310,8 +325,6 @@ class _Placement:
             load[c] += 1
             spread.add(used, c)
 
-        if target is not None and load[target] < share[target] and target != a and spread.allows(used, target):
-            take(target)
         for c in self._keep(t, holding, used, chosen, per_task - len(chosen)):
             chosen.add(c)
             load[c] += 1
@@ -677,6 +690,31 @@ class _Placement:
                 standbys[d] += 1
                 any_moved = True
         return any_moved
+
+    def start_moves(self, pending_target: Mapping[int, int], active: Sequence[int]) -> None:
+        """From the plan around the moved actives to this round's (`active`): a move's source runs the
+        task for now, so a replica planned there is held by the move's target meanwhile (a free
+        warm-up; both loads stay as planned). Where the source holds none but two or more planned
+        replicas are caught up, the target takes the slot of the most loaded of those (a caught-up
+        replica stays, and the one that gave way keeps its state for the next round): moves then do not
+        wait for `max.warmup.replicas` one after another. Else the target's warm-up comes out of
+        `max.warmup.replicas` (giving it the slot of a replica that is not caught up was tried: that
+        replica then waits for a warm-up after the move, fewer rounds overall but more in some
+        groups)."""
+        self.active = active
+        caught_up, load, capacities = self.lags.caught_up, self.load, self.capacities
+        for t, target in pending_target.items():
+            holders = self.standby_of[t]
+            if active[t] in holders:
+                holders.discard(active[t])
+                holders.add(target)
+                continue
+            hot = [c for c in holders if caught_up(t, c)]
+            if len(hot) < 2:
+                continue
+            x = max(hot, key=lambda c: (load[c] / capacities[c], -c))
+            if self._fits_instead(t, x)(target):
+                self._move(t, x, target)
 
     def keep_caught_up(self, tasks: Sequence[int]) -> list[PendingMove]:
         """Where no planned replica of a task is caught up but a caught-up client (not the active's)

@@ -640,3 +640,85 @@ def test_with_a_standby_everywhere_rack_tags_leave_the_quotas_chosen_for_the_sta
     r = assign(tasks, states, {t: 0 for t in tasks}, configs, EAGER, 0)
     standbys = [Fraction(len(r.clients[s.process_id].standby), s.capacity) for s in states]
     assert max(standbys) - min(standbys) == 30, standbys
+
+
+def test_standbys_are_planned_around_where_the_moving_actives_end_up() -> None:
+    """A ran all three tasks alone; B and C join with no state. Two tasks move to them once warmed up.
+    Planned around where the tasks run meanwhile (all on A), the standbys would be balanced again after
+    the moves, needing another warm-up and probing round; planned around where they end up, the round
+    after the moves keeps them (a moving task's replica sits on its target meanwhile, a free warm-up)."""
+    end = {t: 100_000 for t in T[:3]}
+    configs = AssignmentConfigs(num_standby_replicas=1, max_warmup_replicas=3)
+    first = assign(T[:3], [running(A, T[:3]), ClientState(B), ClientState(C)], end, configs, EAGER, 0)
+    assert first.clients[A].active == set(T[:3]) and first.probing_rebalance_at_ms is not None
+    warmed = [
+        ClientState(pid, owned_active={t: 1 for t in a.active}, owned_standby=a.standby,
+                    task_offset_sums={**{t: end[t] for t in a.standby},
+                                      **{t: OFFSET_SUM_RUNNING_ACTIVE for t in a.active}})
+        for pid, a in first.clients.items()
+    ]
+    second = assign(T[:3], warmed, end, configs, EAGER, 0)
+    assert [len(a.active) for a in second.clients.values()] == [1, 1, 1]
+    assert second.probing_rebalance_at_ms is None, "no standby waits for a warm-up after the moves"
+    moved = {t for pid in (B, C) for t in second.clients[pid].active}
+    for t in moved:  # each moving task's standby sat on its target and is kept by A, which ran it
+        assert any(t in first.clients[pid].standby for pid in (B, C))
+
+
+def test_stateless_tasks_go_around_the_standbys_among_equally_loaded_clients() -> None:
+    """A runs the stateful task, B holds its caught-up standby; six stateless tasks on four equal
+    clients: two of B, C and D run a second one. Given to B (first by process id), B would run two
+    tasks and hold a standby while D runs one, and balance would move the standby to D, which must
+    warm up first (a probing round); given to C and D, B keeps its standby and nothing waits."""
+    s0, light = TaskId(0, 0), [TaskId(1, p) for p in range(6)]
+    states = [
+        running(A, [s0]),
+        ClientState(B, owned_standby=frozenset({s0}), task_offset_sums={s0: 100_000}),
+        ClientState(C),
+        ClientState(D),
+    ]
+    r = assign([s0, *light], states, {s0: 100_000}, AssignmentConfigs(num_standby_replicas=1), EAGER, 0,
+               stateless=light)
+    assert r.clients[B].standby == {s0} and len(r.clients[B].active) == 1
+    assert [len(r.clients[pid].active) for pid in (A, C, D)] == [2, 2, 2]
+    assert r.probing_rebalance_at_ms is None
+
+
+def test_a_moving_task_warms_up_in_the_slot_of_a_second_caught_up_standby() -> None:
+    """A runs eight tasks, B and C hold both standbys of each, caught up; D joins with no state and
+    max.warmup.replicas is 1. D's two tasks keep their standbys on B and C in the plan, so D takes the
+    slot of one of them meanwhile (the other stays caught up): both move in the next round, not one
+    warm-up at a time."""
+    tasks = [TaskId(0, p) for p in range(8)]
+    end = {t: 100_000 for t in tasks}
+    configs = AssignmentConfigs(num_standby_replicas=2, max_warmup_replicas=1)
+    states = [running(A, tasks)] + [
+        ClientState(pid, owned_standby=frozenset(tasks), task_offset_sums=dict(end)) for pid in (B, C)
+    ] + [ClientState(D)]
+    first = assign(tasks, states, end, configs, EAGER, 0)
+    assert not first.clients[D].active and first.probing_rebalance_at_ms is not None
+    warmed = [
+        ClientState(pid, owned_active={t: 2 for t in a.active}, owned_standby=a.standby,
+                    task_offset_sums={**{t: end[t] for t in a.standby},
+                                      **{t: OFFSET_SUM_RUNNING_ACTIVE for t in a.active}})
+        for pid, a in first.clients.items()
+    ]
+    second = assign(tasks, warmed, end, configs, EAGER, 0)
+    assert [len(a.active) for a in second.clients.values()] == [2, 2, 2, 2]
+    assert second.probing_rebalance_at_ms is None
+
+
+def test_with_nobody_caught_up_a_task_nobody_owns_stays_with_the_least_lag_where_the_quotas_allow() -> None:
+    """A group restarts on old state: nobody owns a task, nobody is caught up. Z has the least lag on
+    T0, Y on T1, X (first by process id) none. The task runs on the least lag either way; were its
+    target X, X would warm up T0 in vain: in the next round Z owns T0 and keeps it."""
+    x, y, z = (uuid.UUID(int=i) for i in (1, 2, 3))
+    end = {T[0]: 100_000, T[1]: 100_000}
+    states = [
+        ClientState(x),
+        ClientState(y, task_offset_sums={T[1]: 60_000}),
+        ClientState(z, task_offset_sums={T[0]: 60_000}),
+    ]
+    r = assign(T[:2], states, end, AssignmentConfigs(), EAGER, 0)
+    assert r.clients[z].active == {T[0]} and r.clients[y].active == {T[1]}
+    assert not any(a.warmup for a in r.clients.values()) and r.probing_rebalance_at_ms is None
