@@ -116,7 +116,6 @@ class CoordinatorServer(SecureFlightServer):
         self._handlers: dict[str, Callable[[Any], Response]] = {
             JoinRequest.ACTION: self._join,
             SyncRequest.ACTION: self._sync,
-            HeartbeatRequest.ACTION: self._heartbeat,
             LeaveRequest.ACTION: self._leave,
             DescribeRequest.ACTION: self._describe_action,
             SetProtocolRequest.ACTION: self._set_protocol_action,
@@ -184,7 +183,7 @@ class CoordinatorServer(SecureFlightServer):
         response: Response
         try:
             request = self._decode_request(request_cls, action.body)
-            if isinstance(request, HeartbeatRequest):  # held: it watches its caller's connection
+            if isinstance(request, HeartbeatRequest):  # held, watching its caller's connection (not in _handlers)
                 response = self._heartbeat(request, context.is_cancelled)
             else:
                 response = self._handlers[action.type](request)
@@ -276,7 +275,7 @@ class CoordinatorServer(SecureFlightServer):
             error=GroupError.ASSIGNOR_ERROR.value if got.assignor_error else GroupError.NONE.value,
         )
 
-    def _heartbeat(self, req: HeartbeatRequest, caller_gone: Callable[[], bool] = lambda: False) -> HeartbeatResponse:
+    def _heartbeat(self, req: HeartbeatRequest, caller_gone: Callable[[], bool]) -> HeartbeatResponse:
         """Long-polls up to wait_ms: every wake-up re-checks the member, so the answer (and the
         session's last contact) is as of the moment it is sent. A member heartbeats nearly all the
         time, so a held heartbeat whose connection dropped (`caller_gone`) is the first sign of a

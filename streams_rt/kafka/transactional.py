@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -41,8 +41,7 @@ class _AbortWatch:
         librdkafka_log.log(level, "%s", message)
 
 
-def start_transactional(conf: Mapping[str, Any], timeout_s: float,
-                        new_producer: Callable[[dict[str, Any]], Producer] = Producer) -> tuple[Producer, int]:
+def start_transactional(conf: Mapping[str, Any], timeout_s: float) -> tuple[Producer, int]:
     """A producer with `conf` (which names a transactional.id) whose init_transactions succeeded, and
     how many producers it took (2 or more: the previous owner had a transaction open). Raises the
     KafkaException of the last attempt: fatal at once, retriable (the broker away) once `timeout_s`
@@ -51,7 +50,7 @@ def start_transactional(conf: Mapping[str, Any], timeout_s: float,
     started = 0
     while True:
         watch = _AbortWatch()
-        producer = new_producer({**conf, "logger": watch})
+        producer = Producer({**conf, "logger": watch})
         started += 1
         # A producer given up is destroyed at once (before the next one starts), and not by close():
         # that tries to abort a transaction, which librdkafka refuses (and warns) while
