@@ -41,8 +41,8 @@ class _AbortWatch:
         librdkafka_log.log(level, "%s", message)
 
 
-def start_transactional(conf: Mapping[str, Any], timeout_s: float) -> tuple[Producer, int]:
-    """A producer with `conf` (which names a transactional.id) whose init_transactions succeeded, and
+def start_transactional(conf: Mapping[str, Any], transactional_id: str, timeout_s: float) -> tuple[Producer, int]:
+    """A producer with `conf` and `transactional_id` whose init_transactions succeeded, and
     how many producers it took (2 or more: the previous owner had a transaction open). Raises the
     KafkaException of the last attempt: fatal at once, retriable (the broker away) once `timeout_s`
     has passed."""
@@ -50,7 +50,7 @@ def start_transactional(conf: Mapping[str, Any], timeout_s: float) -> tuple[Prod
     started = 0
     while True:
         watch = _AbortWatch()
-        producer = Producer({**conf, "logger": watch})
+        producer = Producer({**conf, "transactional.id": transactional_id, "logger": watch})
         started += 1
         # A producer given up is destroyed at once (before the next one starts), and not by close():
         # that tries to abort a transaction, which librdkafka refuses (and warns) while
@@ -62,7 +62,7 @@ def start_transactional(conf: Mapping[str, Any], timeout_s: float) -> tuple[Prod
             del producer
             raise
         log.debug("transactional.id %s: the broker is aborting the previous owner's open transaction; "
-                  "starting a new producer rather than waiting out librdkafka's retry", conf.get("transactional.id"))
+                  "starting a new producer rather than waiting out librdkafka's retry", transactional_id)
         del producer
 
 

@@ -110,14 +110,12 @@ class ChangelogWriter:
             "on_delivery": self._on_delivery,
             "error_cb": self._on_error,
         }
-        if transactional_id is not None:
-            conf["transactional.id"] = transactional_id
         self._conf = conf
         self._timeout_s = timeout_s
         self._offsets: dict[TopicPartition, int] = {}
         self._errors: list[ChangelogError] = []
         self._too_large: RecordTooLarge | None = None  # the largest record the broker refused for its size
-        self._transactional = transactional_id is not None
+        self._transactional_id = transactional_id
         self._in_transaction = False
         self._unpolled = 0  # records sent since the last poll
         # The broker could not be reached since the transactional producer was made. Such a producer
@@ -128,12 +126,12 @@ class ChangelogWriter:
         self._producer: Producer | None = self._new_producer()
 
     def _new_producer(self) -> Producer:
-        if not self._transactional:
+        if self._transactional_id is None:
             producer = Producer(self._conf)
         else:
             # Fences any previous owner of this transactional.id and aborts its open transaction.
             try:
-                producer, _ = start_transactional(self._conf, self._timeout_s)
+                producer, _ = start_transactional(self._conf, self._transactional_id, self._timeout_s)
             except KafkaException as exc:
                 raise ChangelogError("*", None, f"the transactional producer cannot start: {exc}",
                                      retriable=broker_outage(exc.args[0])) from None
@@ -234,7 +232,7 @@ class ChangelogWriter:
         return earlier or exc
 
     def _begin(self) -> None:
-        if self._transactional and not self._in_transaction:
+        if self._transactional_id is not None and not self._in_transaction:
             if self._outage_seen:
                 self._replace_producer()
             self._live.begin_transaction()
@@ -250,7 +248,7 @@ class ChangelogWriter:
         """Flush (or commit the transaction); raise the first delivery error, naming its partition.
         Exactly-once: `input_offsets` (the next offset to consume per input partition) are committed
         for the consumer group of `group_metadata` in the same transaction."""
-        if self._transactional and input_offsets:
+        if self._transactional_id is not None and input_offsets:
             self._begin()
         if self._in_transaction:
             # Deliveries first: a record the broker refused fails the commit with its own error
@@ -260,7 +258,7 @@ class ChangelogWriter:
             if self._outage_seen:
                 raise ChangelogError("*", None, "the broker was out of reach during the transaction: it is rolled "
                                                 "back, to be retried", retriable=True)
-        if self._transactional and input_offsets:
+        if self._transactional_id is not None and input_offsets:
             offsets = [KafkaTopicPartition(tp.topic, tp.partition, at) for tp, at in input_offsets.items()]
             try:
                 self._live.send_offsets_to_transaction(offsets, group_metadata, self._timeout_s)
@@ -297,7 +295,7 @@ class ChangelogWriter:
         elif self._in_transaction:
             self._live.abort_transaction(self._timeout_s)
             self._in_transaction = False
-        elif not self._transactional:
+        elif self._transactional_id is None:
             self._live.purge()
             self._live.poll(0)
         self._too_large, self._errors = None, []  # about records of what was rolled back

@@ -93,7 +93,7 @@ def test_a_killed_owners_successor_starts_with_as_many_producers_as_it_needs(
     bootstrap = kafka_broker.bootstrap_servers
     transactional_id = f"tx-{uuid.uuid4().hex[:8]}"
     _killed_owner(bootstrap, transactional_id, topic, commit=committed)
-    producer, started = start_transactional({"bootstrap.servers": bootstrap, "transactional.id": transactional_id}, 30)
+    producer, started = start_transactional({"bootstrap.servers": bootstrap}, transactional_id, 30)
     try:
         assert (started > 1) is restarted, started
         _first_transaction(producer, topic)
@@ -107,5 +107,5 @@ def test_a_broker_that_does_not_answer_raises_the_retriable_timeout() -> None:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
     with pytest.raises(KafkaException) as caught:
-        start_transactional({"bootstrap.servers": f"127.0.0.1:{port}", "transactional.id": "tx-nowhere"}, 1.0)
+        start_transactional({"bootstrap.servers": f"127.0.0.1:{port}"}, "tx-nowhere", 1.0)
     assert caught.value.args[0].retriable()
