@@ -248,6 +248,7 @@ class Coordinator:
     def _generation_formed(self) -> None:
         """Under the group lock, after a round was applied: record it, and log what moved and why."""
         group = self.group
+        self._task_reports.round_applied(getattr(self._planner, "caught_up", {}))
         wall, now = self._wall_clock_ms(), self._clock()
         event = self.history.generation_formed(
             generation=group.generation,

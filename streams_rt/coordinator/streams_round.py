@@ -4,6 +4,7 @@ and encode each member's AssignmentInfo at a version it can read."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
@@ -125,6 +126,9 @@ class StreamsRoundPlanner:
         # member id -> {stateful task: records behind its changelog's end} as the members reported
         # them in the subscriptions of the last applied round (0: running active; -1: unknown).
         self.reported_lags: Mapping[str, Mapping[TaskId, int]] = {}
+        # member id -> the active tasks the last applied round gave it while it was caught up on them
+        # (KIP-441's rule on the same lags): their takeover needs no restore worth waiting out.
+        self.caught_up: Mapping[str, frozenset[TaskId]] = {}
 
     def start_drain(self, member_id: str, present: frozenset[str]) -> None:
         """From the next round `member_id` drains (assignment/drain.py); members no longer in the
@@ -202,7 +206,7 @@ class StreamsRoundPlanner:
         if self.shutdown_requested:
             return self._shutdown_round(members, generation, versions, protocol)
         departures: DepartureTracker | None = None  # probing rounds keep it as it is
-        lags: dict[str, dict[TaskId, int]] | None = None
+        readings: RoundReadings | None = None
         if versions.probing:
             planned = self._probing_assignment(members)
             next_at: int | None = now_ms  # everyone rejoins at the version it now knows to use
@@ -214,11 +218,11 @@ class StreamsRoundPlanner:
         else:
             departures = self._departures.copy()
             try:
-                planned, next_at, lags = self._assign(members, subs, protocol, now_ms, departures)
+                planned, next_at, readings = self._assign(members, subs, protocol, now_ms, departures)
             except BrokerUnreachable as e:
                 # Kafka's StreamsPartitionAssignor does the same when it cannot list the changelogs'
                 # end offsets: everyone keeps its tasks, and another round retries soon.
-                departures, lags = None, None
+                departures, readings = None, None
                 planned, next_at = self._probing_assignment(members), now_ms + END_OFFSETS_RETRY_MS
                 log.warning("generation %d: the changelogs' end offsets are out of reach (%s); everyone keeps the "
                             "tasks it has, and the group rebalances again in %d s", generation, e,
@@ -245,7 +249,7 @@ class StreamsRoundPlanner:
             mid: self._encode(mid, generation, protocol, versions, contents[mid], a, unwritable.get(mid))
             for mid, a in safe.items()
         }
-        return RoundOutcome(assignments, protocol, next_at, commit=self._keeper(departures, lags))
+        return RoundOutcome(assignments, protocol, next_at, commit=self._keeper(departures, readings))
 
     def _encode(
         self, member_id: str, generation: int, protocol: RebalanceProtocol, versions: RoundVersions,
@@ -266,14 +270,15 @@ class StreamsRoundPlanner:
         return MemberAssignment(generation, protocol, b"", AssignorError.ASSIGNMENT_ERROR, why)
 
     def _keeper(self, departures: DepartureTracker | None,
-                lags: dict[str, dict[TaskId, int]] | None) -> Callable[[], None] | None:
+                readings: RoundReadings | None) -> Callable[[], None] | None:
         """Keeps what a round recorded about departures and lags, once the group applies the round."""
-        if departures is None or lags is None:
+        if departures is None or readings is None:
             return None
 
         def keep() -> None:
             self._departures = departures
-            self.reported_lags = lags
+            self.reported_lags = readings.lags
+            self.caught_up = readings.caught_up
 
         return keep
 
@@ -310,7 +315,7 @@ class StreamsRoundPlanner:
         protocol: RebalanceProtocol,
         now_ms: int,
         departures: DepartureTracker,
-    ) -> tuple[dict[str, ClientAssignment], int | None, dict[str, dict[TaskId, int]]]:
+    ) -> tuple[dict[str, ClientAssignment], int | None, RoundReadings]:
         by_process: dict[uuid.UUID, str] = {}
         clients: list[ClientState] = []
         for mid, d in sorted(subs.items(), key=lambda kv: -_owned_generation(members[kv[0]])):
@@ -350,7 +355,13 @@ class StreamsRoundPlanner:
         if deadline is not None:
             next_at = deadline if next_at is None else min(next_at, deadline)
         lags = {by_process[c.process_id]: _reported_lags(c, ends) for c in clients}
-        return planned, next_at, lags
+        acceptable = self.configs.acceptable_recovery_lag
+        sums = {c.process_id: c.task_offset_sums for c in clients}
+        caught_up = {
+            by_process[pid]: frozenset(t for t in a.active if is_caught_up(ends.get(t), sums[pid].get(t), acceptable))
+            for pid, a in result.clients.items()
+        }
+        return planned, next_at, RoundReadings(lags, caught_up)
 
     def _caught_up_elsewhere(self, task: TaskId, clients: Collection[ClientState], ends: Mapping[TaskId, int]) -> bool:
         """Could a present client take the task over without restoring? The assignor's own rule."""
@@ -365,6 +376,15 @@ class StreamsRoundPlanner:
             tasks = m.assignment.tasks if m.assignment else ClientAssignment()
             out[mid] = ClientAssignment(active=tasks.active, standby=tasks.standby)
         return out
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundReadings:
+    """What a round read of the members' lags, kept once the group applies it: each member's reported
+    lag per stateful task, and the active tasks it was given while caught up on them."""
+
+    lags: Mapping[str, Mapping[TaskId, int]]
+    caught_up: Mapping[str, frozenset[TaskId]]
 
 
 def _reported_lags(client: ClientState, ends: Mapping[TaskId, int]) -> dict[TaskId, int]:

@@ -1,6 +1,9 @@
 """What the hosts report about their active tasks, held for planners: a report counts only while
 its member is in the group at the generation it reported for, and only for tasks that member owns
-in that generation. Pure: the caller holds the group lock."""
+in that generation. Pure: the caller holds the group lock.
+
+With each round it also keeps which of their new tasks the members were caught up on (the round's
+own reading of their lags): readers wait for such a takeover rather than sit a batch out."""
 
 from __future__ import annotations
 
@@ -9,9 +12,7 @@ from dataclasses import dataclass
 
 from streams_rt.coordinator.group import Group
 from streams_rt.protocol import TaskId, TopicPartition
-from streams_rt.rpc.tasks import ASSIGNED, TaskReport, TaskStatus
-
-UNASSIGNED = "UNASSIGNED"
+from streams_rt.rpc.tasks import ASSIGNED, UNASSIGNED, TaskReport, TaskStatus
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,12 @@ class TaskReports:
     def __init__(self, inputs: Mapping[TaskId, Sequence[TopicPartition]]) -> None:
         self._inputs = {task: tuple(tps) for task, tps in inputs.items()}
         self._reports: dict[str, _HostReport] = {}
+        self._caught_up: Mapping[str, frozenset[TaskId]] = {}
+
+    def round_applied(self, caught_up: Mapping[str, frozenset[TaskId]]) -> None:
+        """A round was applied: `caught_up` holds, per member, the active tasks it was given while caught
+        up on them (a round that did not read the lags, as a probing one, passes what it kept)."""
+        self._caught_up = dict(caught_up)
 
     def record(self, member_id: str, generation: int, endpoint: str, tasks: Mapping[TaskId, TaskReport]) -> None:
         self._reports[member_id] = _HostReport(generation, endpoint, dict(tasks))
@@ -64,5 +71,6 @@ class TaskReports:
                 phase=entry.phase if entry is not None else (UNASSIGNED if owner is None else ASSIGNED),
                 positions=entry.positions if entry is not None else {},
                 inputs=inputs,
+                caught_up=owner is not None and task in self._caught_up.get(owner, frozenset()),
             )
         return out

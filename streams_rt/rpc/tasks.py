@@ -13,6 +13,7 @@ from streams_rt.rpc.errors import GroupError, GroupErrorException
 
 MAX_REPORTED_TASKS = 100_000
 ASSIGNED = "ASSIGNED"  # a task's status while its owner has not reported for the current generation yet
+UNASSIGNED = "UNASSIGNED"  # no member owns the task now (a rebalance is moving it, or no member is left)
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,10 @@ class TaskReport:
 @dataclass(frozen=True)
 class TaskStatus:
     """A task as the coordinator sees it: its owner (member id and batch endpoint, or None), the
-    owner's reported phase and positions, and the input partitions it reads."""
+    owner's reported phase and positions, and the input partitions it reads. `caught_up`: the round
+    that gave the owner the task found it caught up on the task's state (KIP-441's rule: it runs the
+    task, holds a standby within `acceptable.recovery.lag`, or the task is stateless), so it takes the
+    task over without a restore worth waiting out."""
 
     task: TaskId
     owner: str | None
@@ -39,12 +43,14 @@ class TaskStatus:
     phase: str  # the owner's phase, or UNASSIGNED
     positions: Mapping[TopicPartition, int]
     inputs: tuple[TopicPartition, ...]
+    caught_up: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
             "owner": self.owner, "endpoint": self.endpoint, "phase": self.phase,
             "positions": [[tp.topic, tp.partition, o] for tp, o in sorted(self.positions.items())],
             "inputs": [[tp.topic, tp.partition] for tp in self.inputs],
+            "caught_up": self.caught_up,
         }
 
     @classmethod
@@ -59,6 +65,7 @@ class TaskStatus:
             positions=_positions(raw.get("positions", [])),
             inputs=tuple(TopicPartition(_str(t, "topic"), _int(p, "partition"))
                          for t, p in _pairs(raw.get("inputs", []))),
+            caught_up=_bool(raw.get("caught_up", False), "caught_up"),  # absent from older coordinators
         )
 
 
@@ -135,6 +142,12 @@ def _optional_str(value: Any, what: str) -> str | None:
 def _int(value: Any, what: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not -1 <= value < 2**63:
         raise _invalid(f"{what} must be an integer offset")
+    return value
+
+
+def _bool(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise _invalid(f"{what} must be true or false")
     return value
 
 

@@ -1,7 +1,9 @@
 """Batch planning, pure: which tasks get work in the next batch and which offset ranges.
 
-Only RUNNING tasks advance; a task that is restoring, moving or unassigned keeps its position, so it
-never holds the others back (only the moving tasks pause). Each task's batch is capped at
+Only RUNNING tasks advance, and tasks an owner caught up on them is taking over (a standby being
+promoted: it runs them within a moment); a task that is restoring, moving to an owner that must
+restore it, or unassigned keeps its position, so it never holds the others back (only the moving
+tasks pause). Each task's batch is capped at
 `max.records.per.task.per.batch` records, spread over its input partitions in order.
 
 A task that sat out a Spark micro-batch (it moved after the batch was planned; see the source's
@@ -18,6 +20,18 @@ from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.rpc.tasks import TaskProgress, TaskStatus
 
 RUNNING = "RUNNING"
+TAKING_OVER = frozenset({"CREATED", "RESTORING"})  # phases an owner reports while it opens a task
+
+
+def takes_over_at_once(status: TaskStatus) -> bool:
+    """The task's owner, named and caught up on it (TaskStatus.caught_up), is opening it: it runs
+    within a moment, so its batch is worth waiting for."""
+    return status.phase in TAKING_OVER and status.caught_up and bool(status.endpoint)
+
+
+def advances(status: TaskStatus) -> bool:
+    """The task gets new records in the next batch: it runs, or a caught-up owner takes it over."""
+    return (status.phase == RUNNING and bool(status.endpoint)) or takes_over_at_once(status)
 
 
 @dataclass(frozen=True)
@@ -39,11 +53,11 @@ def latest_positions(
     end_offsets: Mapping[TopicPartition, int],
     max_records_per_task: int | None,
 ) -> dict[TopicPartition, int]:
-    """Spark's latestOffset: every input partition's end for the next batch. A RUNNING task's
-    partitions advance (at most `max_records_per_task` records in all); every other one stays."""
+    """Spark's latestOffset: every input partition's end for the next batch. The partitions of a task
+    that `advances` move on (at most `max_records_per_task` records in all); every other one stays."""
     out = dict(start)
     for status in statuses.values():
-        if status.phase != RUNNING or not status.endpoint:
+        if not advances(status):
             continue
         budget = max_records_per_task
         for tp in status.inputs:

@@ -1,13 +1,15 @@
 """The streams_rt streaming data source (`spark.readStream.format("streams_rt")`).
 
 Its driver-side methods run in a Python process Spark starts (not the user's): they reach the
-coordinator by RPC, whose address travels in the options. `latestOffset` advances only RUNNING tasks;
-`partitions` makes one Spark partition per task with work, for its owner host; `read`, on an executor,
-asks the owner host for the batch and yields its Arrow record batches; `commit` acknowledges the
-batches to their hosts. A task that moves after its batch was planned sits the micro-batch out
-(`read` yields nothing) rather than hold every other task's output until its new owner runs (a
-micro-batch ends when its last partition does): its records come with its next batch, which its
-new owner runs from where the task is (see streams_rt/runtime/planning.py). Offsets are
+coordinator by RPC, whose address travels in the options. `latestOffset` advances RUNNING tasks and
+tasks an owner caught up on them is taking over; `partitions` makes one Spark partition per task with
+work, for its owner host; `read`, on an executor, asks the owner host for the batch and yields its
+Arrow record batches; `commit` acknowledges the batches to their hosts. A task that moves after its
+batch was planned sits the micro-batch out (`read` yields nothing) rather than hold every other
+task's output until its new owner runs (a micro-batch ends when its last partition does): its
+records come with its next batch, which its new owner runs from where the task is (see
+streams_rt/runtime/planning.py). Only a new owner caught up on the task, which runs it within a
+moment, is waited for (refused_batch.py). Offsets are
 `{"__batch__": B, "<topic>:<partition>": offset}` over every input partition of every task
 (repartition topics included); B numbers the micro-batches as Spark does (see offsets.py) and
 travels with each task's batch, so its commit records it."""
@@ -36,7 +38,6 @@ log = logging.getLogger(__name__)
 NAME = "streams_rt"
 SECRET_OPTION = "streams_rt.auth.secret"  # Spark redacts option keys matching "secret" in plans and the UI
 RETRY_TIMEOUT_MS = 180_000
-MOVING = frozenset({"NOT_OWNER", "RESTORING", "UNREACHABLE"})  # refusals of a task between owners
 TRUSTSTORE_OPTION = "rpc.ssl.truststore.location"
 HOST_CONFIG_OPTION = "streams_rt.host.secret.config"  # may hold client credentials: "secret" makes Spark redact it
 
@@ -178,10 +179,10 @@ class StreamsRtStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         from streams_rt.kafka.offsets import BrokerUnreachable, end_offsets
         from streams_rt.runtime.batch_loop import BROKER_WAIT_S, BrokerOutageLog
-        from streams_rt.runtime.planning import RUNNING, latest_positions, reported_behind
+        from streams_rt.runtime.planning import advances, latest_positions, reported_behind
 
         _, statuses = self._status()
-        running = {t: s for t, s in statuses.items() if s.phase == RUNNING and s.endpoint}
+        running = {t: s for t, s in statuses.items() if advances(s)}
         _, admin = self._clients()
         self._outage = self._outage or BrokerOutageLog()
         try:
@@ -292,18 +293,19 @@ class StreamsRtStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The batch's output rows from the task's owner. If the task moved, the batch goes to its
-        new owner when the coordinator names one that runs it (waiting a moment while the owner of a
-        new generation has not reported yet, as every owner after a rebalance); if none does
-        (revoked, restoring, its host dead), the task sits this micro-batch out: nothing is yielded,
-        and its records come with its next batch (module docstring; the host that runs that batch
-        logs it, once). Other retriable refusals (the broker unavailable) are retried until
-        `batch.retry.timeout.ms`. An owner that cannot be reached is reported to the coordinator,
-        which removes it at once if it finds it dead, so the task moves without waiting for the
-        owner's session timeout."""
+        new owner when the coordinator names one that runs it. While the task is between owners the
+        read waits a moment only where that ends soon (a new owner caught up on the task opening it,
+        one that has not reported yet, a host being checked: refused_batch.py); otherwise (its new
+        owner restores it, revoked, its host dead) the task sits this micro-batch out: nothing is
+        yielded, and its records come with its next batch (module docstring; the host that runs
+        that batch logs it, once). Other retriable refusals (the broker unavailable) are retried
+        until `batch.retry.timeout.ms`. An owner that cannot be reached is reported to the
+        coordinator, which removes it at once if it finds it dead, so the task moves without waiting
+        for the owner's session timeout."""
         from streams_rt.rpc.batches import BatchError, HostClient
         from streams_rt.rpc.client import GroupClient
-        from streams_rt.rpc.tasks import ASSIGNED
         from streams_rt.runtime.batch_loop import report_unreachable, task_status
+        from streams_rt.spark.refused_batch import MOVING, UNREACHABLE, Next, after_refusal
 
         assert isinstance(partition, TaskBatch)
         self._ensure_local_host()
@@ -313,6 +315,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         deadline = time.monotonic() + self.options.retry_timeout_ms / 1000
         secret = _secret(self.options)
         reported: set[str] = set()
+        first_refusal: float | None = None
         while True:
             try:
                 if not endpoint:
@@ -323,22 +326,22 @@ class StreamsRtStreamReader(DataSourceStreamReader):
             except BatchError as e:
                 if not e.retriable or time.monotonic() > deadline:
                     raise RuntimeError(f"streams_rt: batch of task {task} failed: {e}") from None
-                moving = e.code in MOVING
-                if not moving:
+                if first_refusal is None:
+                    first_refusal = time.monotonic()
+                if e.code not in MOVING:
                     time.sleep(0.25)
                 roots = _roots(self.options)
                 with GroupClient(self.options.coordinator, secret=secret, tls_root_certs=roots) as coordinator:
-                    if e.code == "UNREACHABLE" and endpoint not in reported:
+                    if e.code == UNREACHABLE and endpoint not in reported:
                         reported.add(endpoint)
                         report_unreachable(coordinator, self.options.application_id, endpoint, partition.generation)
                     _, statuses = task_status(coordinator, self.options.application_id)
-                phase = statuses[task].phase if task in statuses else ""
-                owner = (statuses[task].endpoint or "") if phase == "RUNNING" else ""
-                if phase == ASSIGNED:  # its owner has not reported for a new generation yet: a moment
-                    time.sleep(0.05)
-                elif moving and owner in ("", endpoint):
+                step = after_refusal(e.code, statuses.get(task), endpoint, time.monotonic() - first_refusal)
+                if step.next is Next.SIT_OUT:
                     log.debug("task %s sits out batch %d (%s); its records come with its next batch",
-                             task, partition.batch_id, e)
+                              task, partition.batch_id, e)
                     return
-                endpoint = owner
+                if step.next is Next.WAIT:
+                    time.sleep(0.05)
+                endpoint = step.endpoint
         yield from table.to_batches()

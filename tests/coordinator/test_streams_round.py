@@ -302,3 +302,20 @@ def test_a_static_member_back_changed_needs_a_round(version: int, latest: int, e
                                         user_endpoint=endpoint)
     found = static_return(planner, was, back, (sub(10, 11),), protocol)
     assert found is not None and found.startswith(why), found
+
+
+def test_a_round_keeps_which_new_actives_their_owner_was_caught_up_on() -> None:
+    """KIP-441's rule on the round's own lags (readers wait for such a takeover, refused_batch.py):
+    a standby within acceptable.recovery.lag, or a stateless task; kept once the group applies it."""
+    ends = {t: 1_000_000 for t in T[:5]}  # T[5] is stateless
+    planner = StreamsRoundPlanner(T, changelog_end_offsets=lambda: ends)
+    standby = SubscriptionInfo.for_version(11, uuid.uuid4(), latest_supported_version=11,
+                                           task_offset_sums={t: 999_990 for t in T[:3]})
+    out = planner({"b": member("b", standby, gen=1), "c": member("c", sub(11, 11), gen=1)}, 2, now_ms=0)
+    assert planner.caught_up == {}
+    assert out.commit is not None
+    out.commit()
+    given = {mid: a.tasks.active for mid, a in out.assignments.items()}
+    assert set(T[:3]) <= given["b"]
+    for mid, active in given.items():
+        assert planner.caught_up[mid] == active & (set(T[:3]) | {T[5]}), mid

@@ -273,7 +273,7 @@ def print_failover(rounds: list[Round], positions: list[dict[TaskId, int]], batc
           + (", ".join(f"{rounds[i].at - killed_at:+.2f}..{rounds[j].at - killed_at:+.2f}" for i, j in held) or "none"))
 
 
-def test_a_host_killed_mid_batch_fails_over_to_its_standby_and_no_batch_waits_for_it(
+def test_a_host_killed_mid_batch_fails_over_to_its_standby_and_the_other_tasks_never_stop(
     spark: SparkSession, topics: Topics, tmp_path: Path, runtimes: list[StreamsRuntime],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -283,10 +283,11 @@ def test_a_host_killed_mid_batch_fails_over_to_its_standby_and_no_batch_waits_fo
     drops its connection, or a read that cannot connect reports it), finds its port refusing
     connections and removes it then, not after session.timeout.ms. Each round
     samples every source task's position as its host reports it. host-1's own source tasks
-    advance between every pair of rounds, the failover included: host-0's tasks sit out the
-    micro-batches until host-1 runs them (a micro-batch completes only when all its partitions
-    are read, so one that waited for the takeover would hold every task), and host-1 then runs
-    what they sat out. The rounds and the micro-batches are printed."""
+    advance between every pair of rounds, the failover included. host-1 holds standbys of host-0's
+    tasks, so the round that moves them finds it caught up on them: the reads of host-0's tasks
+    wait for host-1 to take them over (a moment: a micro-batch completes only when all its
+    partitions are read) rather than sit micro-batches out, so none of them is sat out. The rounds
+    and the micro-batches are printed."""
     caplog.set_level("INFO", logger="streams_rt.coordinator")
     produced = lines(0, 200)
     topics.produce(produced)
@@ -353,6 +354,9 @@ def test_a_host_killed_mid_batch_fails_over_to_its_standby_and_no_batch_waits_fo
                        removals[0], formed[0] if formed else None)
 
         assert not held, f"host-1's tasks held back: {[(positions[i], positions[j]) for i, j in held]}"
+        sat_out = re.findall(r"task (0_\d+): batch \d+: the batch starts at \S+; running it from \S+, where the "
+                             r"task is", runtime.app.hosts["host-1"].log_tail(200_000))
+        assert not {str(t) for t in moving} & set(sat_out), f"host-0's tasks sat micro-batches out: {sat_out}"
     finally:
         loop.close()
         query.stop()

@@ -144,3 +144,28 @@ def test_a_report_without_the_runs_secret_is_refused_and_starts_no_probe(
     assert f"probe of the host at {endpoint}" not in caplog.text
     after = app.coordinator.describe()
     assert (after["generation"], sorted(after["members"])) == (before["generation"], sorted(before["members"]))
+
+
+def test_a_killed_hosts_tasks_are_caught_up_at_their_standbys_host(apps: Apps) -> None:
+    """What readers wait for rather than sit a batch out (TaskStatus.caught_up, see
+    streams_rt/spark/refused_batch.py): host-1 held standbys of host-0's tasks, so the round after
+    the kill gives it those tasks as caught up (word_count's stateless tasks always are)."""
+    apps.create_topics({"wc-lines": 2, "wc-counts": 2})
+    lines = [f"w{i % 13} w{i % 7}" for i in range(200)]
+    apps.produce("wc-lines", [(f"line-{i}", line.encode(), 1_000 + i) for i, line in enumerate(lines)])
+    app, loop = apps.start("word_count", hosts=2, **LONG_SESSION, **{"num.standby.replicas": 1})
+    drain(loop)
+    endpoint = str(app.hosts["host-0"].endpoint)
+    _, before = loop.status()
+    moved = {t for t, s in before.items() if s.endpoint == endpoint}
+    assert {t.subtopology for t in moved} == {0, 1}, before
+    app.stop_host("host-0", kill=True)
+    survivor = str(app.hosts["host-1"].endpoint)
+
+    def moved_to_host_1() -> bool:
+        _, statuses = loop.status()
+        return all(statuses[t].endpoint == survivor for t in moved)
+
+    wait_for(moved_to_host_1, "host-0's tasks owned and reported by host-1")
+    _, after = loop.status()
+    assert {t: after[t].caught_up for t in moved} == {t: True for t in moved}
