@@ -29,7 +29,6 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
-from pyspark.sql import DataFrame  # noqa: E402
 from pyspark.sql.streaming.query import StreamingQuery  # noqa: E402
 
 from streams_rt.coordinator.service import Coordinator  # noqa: E402
@@ -63,11 +62,6 @@ def topology(source: str, sink: str) -> Topology:
              .aggregate(lambda: [0, 0], add, "count-sum", Serdes.json()))
     table.to_stream().map_values(lambda agg: f"{agg[0]},{agg[1]}").to(sink, Serdes.string(), Serdes.string())
     return builder.build()
-
-
-def drain(batch: DataFrame, _batch_id: int) -> None:
-    """Run the micro-batch (its rows are the output already written to the sink topic by the hosts)."""
-    batch.count()
 
 
 def group_ready(status: Mapping[str, Any], hosts: int) -> bool:
@@ -185,7 +179,10 @@ class HostTimings:
 
 
 def start_query(runtime: StreamsRuntime) -> StreamingQuery:
-    return runtime.stream().writeStream.foreachBatch(drain).trigger(processingTime="0 seconds").start()
+    """The micro-batches' rows are the output the hosts already wrote to the sink topic: Spark's
+    `noop` sink runs each batch and drops them (a `foreachBatch` count did the same for one more
+    round trip to Python per micro-batch: 40-50 ms of a 250-290 ms floor, measured side by side)."""
+    return runtime.stream().writeStream.format("noop").trigger(processingTime="0 seconds").start()
 
 
 def main() -> None:
