@@ -174,7 +174,9 @@ class _Placement:
         shares = None
         if len(set(capacities)) > 1:
             most = [n_tasks - k for k in stateful_active]
-            shares = even_standby_shares(per_task * n_tasks, active_load, capacities, self.ceil_share, most)
+            shares = even_standby_shares(per_task * n_tasks, active_load, capacities, most)
+            if shares:  # they may pass the ceils to even the standbys (standby_shares.py)
+                self.ceil_share = list(map(max, self.ceil_share, shares))
         self.share = shares or balanced_counts(
             everything, capacities, [0] * len(capacities), floors, self.ceil_share, order
         )

@@ -11,6 +11,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from streams_rt.assignment import (
     AssignmentConfigs,
@@ -308,7 +309,9 @@ def check_standby_balance(
     (the first two only to a taker that would not rise above the giver's load per capacity unit). The
     rounded shares, with equal capacities: floors, and the leftover ceils to the clients with the most
     actives per capacity unit, then by process id (with capacities that differ the shares are chosen
-    for the standbys' spread, standby_shares.py, so only the ceils and Kafka's criterion are checked)."""
+    for the standbys' spread, standby_shares.py, so only the ceils and Kafka's criterion are checked,
+    and the ceils only where the move would not widen the standbys' spread per capacity unit: the
+    shares pass a ceil where that evens the standbys)."""
     cap = {s.process_id: s.capacity for s in subs}
     total_cap = sum(cap.values())
     replicas = {pid: a.standby - a.warmup for pid, a in result.clients.items()}
@@ -323,14 +326,22 @@ def check_standby_balance(
         rounded[pid] += 1
     accepts = _tag_rule(subs, configs.rack_aware_assignment_tags)
     ceil = {pid: -(-everything * c // total_cap) for pid, c in cap.items()}
+    equal = len(set(cap.values())) == 1
+    standbys = {pid: Fraction(len(r), cap[pid]) for pid, r in replicas.items()}
+
+    def keeps_standbys_even(g: uuid.UUID, t: uuid.UUID) -> bool:
+        after = {**standbys, g: standbys[g] - Fraction(1, cap[g]), t: standbys[t] + Fraction(1, cap[t])}
+        return max(after.values()) - min(after.values()) <= max(standbys.values()) - min(standbys.values())
+
     pairs = [
         *(
             (g, t)
-            for limit in ((ceil, rounded) if len(set(cap.values())) == 1 else (ceil,))
+            for limit in ((ceil, rounded) if equal else (ceil,))
             for g in load
             if load[g] > limit[g]
             for t in load
             if load[t] < limit[t] and (load[t] + 1) / cap[t] <= load[g] / cap[g]
+            and (equal or keeps_standbys_even(g, t))
         ),
         *((g, t) for g in load for t in load if g != t and (load[t] + 1) / cap[t] <= (load[g] - 1) / cap[g]),
     ]

@@ -56,3 +56,17 @@ def test_a_zone_of_one_client_holding_every_task_sets_the_bound() -> None:
     # A deficit allowing anything leaves the capacities alone to bound it.
     untagged = [Member(cap, (), a) for cap, _, a in where]
     assert standby_spread_bound(members, 100, 3, 1000) == standby_spread_bound(untagged, 100, 3, 0) < 10
+
+
+def test_the_actives_add_up_to_the_tasks_across_clients() -> None:
+    """Random seed 96 of the quality bench, its second stable point: zone and rack tags, 23 tasks with
+    three replicas. Only (b, x) is on rack x and only (a, y) and (c, y) are in zones a and c, so a task
+    active in zone b on rack y misses one value whatever its standbys (8 such tasks: deficit 8), and
+    every other task needs (a, y), (c, y) and (b, x). Together (c, y) and (b, x) then hold two standbys
+    of each task (a, y) runs (at least its floor, 6), one of each task the other runs, and one or two
+    of each zone-b rack-y task ((a, y) holds one of each at most): 6 + 15 + 8 = 29, so one of them
+    holds 15 (7.5 per thread). The flow sees only each client's replicas and found 7 per thread, with
+    counts that needed more actives than there are tasks."""
+    where = [(1, ("b", "y"), 2), (1, ("b", "y"), 2), (3, ("a", "y"), 7), (2, ("c", "y"), 4), (2, ("b", "y"), 4),
+             (2, ("b", "x"), 4)]
+    assert standby_spread_bound([Member(*m) for m in where], 23, 3, 8) == 7.5
