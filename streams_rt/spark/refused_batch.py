@@ -49,5 +49,5 @@ def after_refusal(code: str, status: TaskStatus | None, endpoint: str, waited_s:
     if phase in (ASSIGNED, UNASSIGNED) or (code == UNREACHABLE and owner == endpoint):
         return Step(Next.WAIT, owner) if patient else Step(Next.SIT_OUT, "")
     if code in MOVING and owner in ("", endpoint):
-        return Step(Next.SIT_OUT, owner)
+        return Step(Next.SIT_OUT, "")
     return Step(Next.FOLLOW, owner)

@@ -132,9 +132,9 @@ class HostSettings:
 def reported_tasks(opened: Mapping[TaskId, tuple[TaskPhase, Mapping[TopicPartition, int]]],
                    active: frozenset[TaskId]) -> dict[str, dict[str, Any]]:
     """The `tasks` of a report: each active task's phase and committed positions. An active task not
-    opened yet (its promotion still fencing, say) is CREATED, so readers sit it out at once rather
-    than wait for an owner that has not reported it; an opened task no longer active (being given
-    up) is left out."""
+    opened yet (its promotion still fencing, say) is CREATED, so readers know its owner at once (they
+    wait for it if the round found it caught up, else sit the task out: spark/refused_batch.py); an
+    opened task no longer active (being given up) is left out."""
     tasks: dict[str, dict[str, Any]] = {
         str(t): {"phase": phase.value,
                  "positions": [[tp.topic, tp.partition, o] for tp, o in sorted(positions.items())]}
