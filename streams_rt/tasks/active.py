@@ -20,6 +20,8 @@ import pyarrow as pa
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from streams_rt.kafka.committed import committed_offsets
+from streams_rt.kafka.watermarks import watermark_offsets
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.state import Mode, StoreSpec, TaskState, WindowSpec
 from streams_rt.tasks import batch_record
@@ -148,14 +150,13 @@ class ActiveTaskRunner:
     def _committed_or_earliest(self, consumer: Consumer) -> dict[TopicPartition, int]:
         """No batch was ever applied: the application's committed offsets, else the beginning."""
         tps = sorted(self.core.inputs)
-        committed = consumer.committed([KafkaTopicPartition(tp.topic, tp.partition) for tp in tps], timeout=30)
+        committed = committed_offsets(consumer, [KafkaTopicPartition(tp.topic, tp.partition) for tp in tps])
         positions = {}
         for tp, found in zip(tps, committed, strict=True):
             if found.offset >= 0:
                 positions[tp] = found.offset
             else:
-                positions[tp] = consumer.get_watermark_offsets(KafkaTopicPartition(tp.topic, tp.partition),
-                                                               timeout=30)[0]
+                positions[tp] = watermark_offsets(consumer, tp.topic, tp.partition)[0]
         return positions
 
     # -- batches (the host's RPC threads) ------------------------------------------------------
