@@ -32,8 +32,18 @@ def assert_one_error_line(result: subprocess.CompletedProcess[str], *expected: s
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
+    """Create `name` and wait until the broker's metadata has a leader for each partition: the
+    create's answer comes first, and a describe made at once may still say UNKNOWN_TOPIC_OR_PART."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=30)
+    deadline = time.monotonic() + 30
+    while True:
+        found = admin.list_topics(name, timeout=10).topics.get(name)
+        if found is not None and found.error is None and len(found.partitions) == partitions \
+                and all(p.leader >= 0 for p in found.partitions.values()):
+            return
+        assert time.monotonic() < deadline, f"topic {name} has no leader for every partition after 30 s"
+        time.sleep(0.05)
 
 
 def topics(bootstrap: str) -> set[str]:
