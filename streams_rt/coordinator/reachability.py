@@ -1,8 +1,9 @@
-"""Fast detection of a dead host. Two signs start a probe: a member's held heartbeat whose
-connection dropped (a killed process's sockets close at once, so this takes milliseconds, with or
-without batches running), and a reader that cannot connect to a task's owner host and reports its
-endpoint. The coordinator takes neither's word for it: it probes the endpoint itself, off the group
-lock, and only a host that refuses connections counts as dead (its member is then removed at once
+"""Fast detection of a dead host. Three signs start a probe: a member's held heartbeat or sync
+whose connection dropped (a killed process's sockets close at once, so this takes milliseconds, with
+or without batches running), a member with no call in flight for a while (killed between two calls:
+SilenceWatch), and a reader that cannot connect to a task's owner host and reports its endpoint.
+The coordinator takes none of them as proof: it probes the endpoint itself, off the group lock,
+and only a host that refuses connections counts as dead (its member is then removed at once
 instead of after session.timeout.ms). A probe that gets no answer in time removes nothing: a slow
 host is not a dead one, and its session timeout still covers it."""
 

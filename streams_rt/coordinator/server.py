@@ -6,6 +6,7 @@ traceback."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
@@ -24,6 +25,7 @@ from streams_rt.coordinator.group_record import GroupRecord
 from streams_rt.coordinator.reachability import UnreachableProber, probe_host
 from streams_rt.coordinator.round_runner import RoundRunner
 from streams_rt.coordinator.saver import RecordSaver
+from streams_rt.coordinator.silence import SilenceWatch
 from streams_rt.coordinator.task_reports import TaskReports
 from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.auth import SharedSecret
@@ -64,7 +66,8 @@ from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity
 log = logging.getLogger(__name__)
 
 MAX_SYNC_WAIT_MS = 5_000
-CONNECTION_CHECK_S = 0.02  # how often a held heartbeat looks whether its caller is still connected
+CONNECTION_CHECK_S = 0.02  # how often a held heartbeat or sync looks whether its caller is still connected
+MEMBER_CALLS = (JoinRequest, SyncRequest, HeartbeatRequest)  # a live member always has one of these in flight
 # Answers that fence a member (it must drop its tasks or stop): each is logged, with why.
 FENCING = frozenset({GroupError.ILLEGAL_GENERATION, GroupError.UNKNOWN_MEMBER_ID, GroupError.FENCED_INSTANCE_ID})
 
@@ -115,7 +118,6 @@ class CoordinatorServer(SecureFlightServer):
         self._tick_s = tick_interval_ms / 1000
         self._handlers: dict[str, Callable[[Any], Response]] = {
             JoinRequest.ACTION: self._join,
-            SyncRequest.ACTION: self._sync,
             LeaveRequest.ACTION: self._leave,
             DescribeRequest.ACTION: self._describe_action,
             SetProtocolRequest.ACTION: self._set_protocol_action,
@@ -131,6 +133,7 @@ class CoordinatorServer(SecureFlightServer):
         self._rounds = RoundRunner(group, self._cond, assigner, clock, self._round_applied)
         probe = functools.partial(probe_host, secret=secret, tls_root_certs=settings.client_root_certs())
         self._prober = UnreachableProber(probe, self._remove_unreachable)
+        self._silence = SilenceWatch()
         self._ticker = threading.Thread(target=self._tick_loop, name="coordinator-ticker", daemon=True)
         self._ticker.start()
         try:
@@ -183,10 +186,14 @@ class CoordinatorServer(SecureFlightServer):
         response: Response
         try:
             request = self._decode_request(request_cls, action.body)
-            if isinstance(request, HeartbeatRequest):  # held, watching its caller's connection (not in _handlers)
-                response = self._heartbeat(request, context.is_cancelled)
-            else:
-                response = self._handlers[action.type](request)
+            with self._member_call(request):
+                # Held calls watch their caller's connection (not in _handlers).
+                if isinstance(request, HeartbeatRequest):
+                    response = self._heartbeat(request, context.is_cancelled)
+                elif isinstance(request, SyncRequest):
+                    response = self._sync(request, context.is_cancelled)
+                else:
+                    response = self._handlers[action.type](request)
         except GroupErrorException as e:
             if e.error in FENCING:
                 log.info("group %s: %s of member %s refused with %s: %s", self._group.group_id, action.type,
@@ -200,6 +207,20 @@ class CoordinatorServer(SecureFlightServer):
                 message=f"the coordinator failed on this {action.type}; its log says why (incident {incident})",
             )
         return iter([response.to_bytes()])
+
+    @contextlib.contextmanager
+    def _member_call(self, request: Request) -> Iterator[None]:
+        """A member's join, sync or heartbeat is in flight while this runs: what SilenceWatch counts."""
+        member_id = request.member_id if isinstance(request, MEMBER_CALLS) else ""
+        if member_id:
+            with self._cond:
+                self._silence.call_started(member_id)
+        try:
+            yield
+        finally:
+            if member_id:
+                with self._cond:
+                    self._silence.call_ended(member_id, self._clock())
 
     def _decode_request(self, request_cls: type[Request], body: pa.Buffer) -> Request:
         """The request, within rpc.request.max.bytes (checked before reading it) and for this group."""
@@ -246,7 +267,9 @@ class CoordinatorServer(SecureFlightServer):
             self._wake_if_changed(before)
         return JoinResponse(member_id=member_id)
 
-    def _sync(self, req: SyncRequest) -> SyncResponse:
+    def _sync(self, req: SyncRequest, caller_gone: Callable[[], bool]) -> SyncResponse:
+        """Held up to wait_ms for the member's new assignment. A member killed during a round holds
+        a sync, not a heartbeat: a held sync whose connection dropped gets its host probed too."""
         deadline = time.monotonic() + min(max(req.wait_ms, 0), MAX_SYNC_WAIT_MS) / 1000
         with self._cond:
             while True:
@@ -259,10 +282,11 @@ class CoordinatorServer(SecureFlightServer):
                 )
                 if self._observable() != before:  # delivering a failed assignment removes the member
                     self._wake_if_changed(before)
-                remaining = deadline - time.monotonic()
-                if got is not None or remaining <= 0 or self._stopping.is_set():
+                if got is not None or time.monotonic() >= deadline or self._stopping.is_set():
                     break
-                self._cond.wait(remaining)
+                if not self._hold(deadline, caller_gone):
+                    self._probe_member(req.member_id, "its sync's connection dropped")
+                    break
         if got is None:
             return SyncResponse(ready=False)
         return SyncResponse(
@@ -379,7 +403,10 @@ class CoordinatorServer(SecureFlightServer):
             with self._cond:
                 before = self._observable()
                 try:
-                    self._group.tick(self._clock())
+                    now_ms = self._clock()
+                    self._group.tick(now_ms)
+                    for member_id in self._silence.silent(self._group.members.keys(), now_ms):
+                        self._probe_member(member_id, f"no call from it for {self._silence.after_ms} ms")
                 except Exception:  # keep ticking: one bad round must not stop session expiry
                     log.exception("group %s: tick failed", self._group.group_id)
                 self._wake_if_changed(before)
