@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeGuard
 
-from confluent_kafka import KafkaException, Message
+from confluent_kafka import OFFSET_END, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from streams_rt.kafka.records import offset, topic_partition
@@ -30,6 +30,7 @@ from streams_rt.state.stores.base import StateStore
 log = logging.getLogger(__name__)
 
 NO_PROGRESS_TIMEOUT_S = 60.0
+BATCHED_ENDS_TIMEOUT_S = 10.0  # then each partition is asked alone, with changelog_range's retries
 
 
 class ChangelogConsumer(WatermarkSource, Protocol):
@@ -41,6 +42,8 @@ class ChangelogConsumer(WatermarkSource, Protocol):
     def resume(self, partitions: list[KafkaTopicPartition]) -> None: ...
     def seek(self, partition: KafkaTopicPartition) -> None: ...
     def consume(self, num_messages: int, timeout: float) -> list[Message]: ...
+    def offsets_for_times(self, partitions: list[KafkaTopicPartition],
+                          timeout: float = ...) -> list[KafkaTopicPartition]: ...
     def close(self) -> None: ...
 
 
@@ -92,6 +95,24 @@ class ChangelogReader:
     def changelog_range(self, tp: TopicPartition) -> tuple[int, int]:
         """(first offset, end offset) of a changelog partition; the end is the last stable offset."""
         return changelog_range(self._consumer, tp)
+
+    def changelog_ends(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The end (last stable offset) of each changelog partition, asked in one request (a
+        ListOffsets for the latest offset, which is what a timestamp of -1 asks for) rather than
+        `changelog_range`'s two per partition: a promotion reads the ends of all its tasks at once
+        (40-90 ms per task, one after another, measured on the failover's path). A partition the
+        batched answer has no offset for is asked again alone, as `changelog_range` asks."""
+        wanted = sorted(set(tps))
+        if not wanted:
+            return {}
+        try:
+            latest = [KafkaTopicPartition(tp.topic, tp.partition, OFFSET_END) for tp in wanted]
+            found = self._consumer.offsets_for_times(latest, timeout=BATCHED_ENDS_TIMEOUT_S)
+        except KafkaException:
+            found = []
+        ends = {TopicPartition(got.topic, got.partition): got.offset for got in found
+                if got.error is None and got.offset >= 0}
+        return {tp: ends[tp] if tp in ends else self.changelog_range(tp)[1] for tp in wanted}
 
     def restore(self, task: Restoring, stores: Mapping[TopicPartition, StateStore],
                 starts: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int]) -> None:
@@ -183,9 +204,18 @@ class ChangelogReader:
         return sum(self.partition_lags(task).values())
 
     def partition_lags(self, task: TaskId) -> dict[TopicPartition, int]:
-        """`lag` per changelog partition (Kafka's `records-lag`); each asks the broker for the end."""
-        return {p.tp: max(0, self.changelog_range(p.tp)[1] - p.position)
-                for p in self._partitions.values() if p.owner == task}
+        """`lag` per changelog partition (Kafka's `records-lag`), from the ends the broker gives now."""
+        return self.lags_of([task])[task]
+
+    def lags_of(self, tasks: Iterable[TaskId]) -> dict[TaskId, dict[TopicPartition, int]]:
+        """`partition_lags` of each of `tasks`, their ends asked in one request (the host reads
+        its standbys' lags every second on the state thread, which commands wait behind)."""
+        lags: dict[TaskId, dict[TopicPartition, int]] = {task: {} for task in tasks}
+        parts = [p for p in self._partitions.values() if p.owner in lags]
+        ends = self.changelog_ends(p.tp for p in parts)
+        for p in parts:
+            lags[p.owner][p.tp] = max(0, ends[p.tp] - p.position)
+        return lags
 
     # -- reading -----------------------------------------------------------------------------
     def poll(self, timeout_s: float = 0.1, max_records: int = CONSUME_BATCH) -> dict[TaskId, int]:

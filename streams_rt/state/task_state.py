@@ -172,10 +172,10 @@ class TaskState:
         if self._writer is None:
             self._writer = self._new_writer(self._transactional_id())
 
-    def promote(self) -> None:
+    def promote(self, ends: Mapping[TopicPartition, int] | None = None) -> None:
         """Standby to active, in place: the stores stay open and only the tail not yet applied is
-        read. The changelogs' ends are read after the fencing: the previous owner may have
-        committed since."""
+        read, up to the changelogs' `ends` (read here for those not given). Ends must be read after
+        the fencing: the previous owner may have committed since."""
         with self._guard:
             self._move("promote", Mode.RESTORING)
         try:
@@ -183,8 +183,9 @@ class TaskState:
             self._checkpoint()
             if self._writer is None:  # not fenced ahead (fence())
                 self._writer = self._new_writer(self._transactional_id())
-            ends = {tp: self._reader.changelog_range(tp)[1] for tp in positions}
-            self._reader.restore(self, self._by_tp(), positions, ends)
+            known = ends or {}
+            tails = {tp: known[tp] if tp in known else self._reader.changelog_range(tp)[1] for tp in positions}
+            self._reader.restore(self, self._by_tp(), positions, tails)
         except BaseException:
             self.close(clean=False)
             raise
@@ -320,6 +321,11 @@ class TaskState:
             yield dict(self._stores) if self.mode in (Mode.ACTIVE, Mode.STANDBY) else None
         finally:
             self._guard.release()
+
+    @property
+    def changelogs(self) -> frozenset[TopicPartition]:
+        """The changelog partitions of the task's stores."""
+        return frozenset(self._tps.values())
 
     @property
     def offsets(self) -> dict[TopicPartition, int]:

@@ -109,11 +109,12 @@ class ActiveTaskRunner:
         self._closing = False  # set before close takes the lock: a batch asked for then is refused at once
 
     # -- lifecycle (the host's state thread) ---------------------------------------------------
-    def start_restore(self) -> None:
-        """CREATED -> RESTORING: open the state (or promote the standby already open)."""
+    def start_restore(self, changelog_ends: Mapping[TopicPartition, int] | None = None) -> None:
+        """CREATED -> RESTORING: open the state (or promote the standby already open, reading its
+        changelogs up to `changelog_ends` where given)."""
         self.core.move(TaskPhase.RESTORING)
         if self.state.mode is Mode.STANDBY:
-            self.state.promote()
+            self.state.promote(changelog_ends)
         else:
             self.state.open_active()
 

@@ -146,15 +146,17 @@ def reported_tasks(opened: Mapping[TaskId, tuple[TaskPhase, Mapping[TopicPartiti
 
 def fence_ahead(promoting: list[TaskState]) -> None:
     """Fence the previous owners of the standbys about to be promoted all at once (TaskState.fence):
-    one after another, each waits for the broker to abort its dead owner's open transaction. A fencing that
-    fails here is left to promote(), which opens the writer again and fails the task as it would have."""
+    one after another, each waits for the broker to abort its dead owner's open transaction; and
+    before their changelogs' ends are read for all of them. A fencing that fails here is left to
+    promote(), which opens the writer again and fails the task as it would have."""
     if len(promoting) < 2:
-        return
-    with ThreadPoolExecutor(max_workers=len(promoting), thread_name_prefix="streams-rt-fence") as pool:
-        for state, outcome in zip(promoting, pool.map(_try_fence, promoting), strict=True):
-            if outcome is not None:
-                log.info("task %s: fencing ahead of its promotion failed (promote tries again): %s",
-                         state.task, outcome)
+        outcomes = [_try_fence(state) for state in promoting]
+    else:
+        with ThreadPoolExecutor(max_workers=len(promoting), thread_name_prefix="streams-rt-fence") as pool:
+            outcomes = list(pool.map(_try_fence, promoting))
+    for state, outcome in zip(promoting, outcomes, strict=True):
+        if outcome is not None:
+            log.info("task %s: fencing ahead of its promotion failed (promote tries again): %s", state.task, outcome)
 
 
 def _try_fence(state: TaskState) -> Exception | None:
@@ -239,11 +241,20 @@ class TaskHost:
         status = self.member.status()
         if self._ownership is not None:
             self._ownership.assigned(generation, status.active)
+        if self._processing.exactly_once:
+            # Fence here, while the state thread finishes the poll it is in (0.1 s and more under
+            # load): fencing only makes each standby's writer, safe beside its reads (a copy of the
+            # dict the state thread owns; a standby it closes meanwhile fails its fencing, logged).
+            standbys = self._standbys.copy()
+            fence_ahead([standbys[t] for t in sorted(tasks) if t in standbys])
         self._state.call(lambda: self._assign(tasks, status.standby, generation))
 
     def _assign(self, tasks: frozenset[TaskId], standbys: frozenset[TaskId], generation: int) -> None:
+        promoting = [self._standbys[t] for t in sorted(tasks) if t in self._standbys]
         if self._processing.exactly_once:  # at least once, opening a writer fences nothing and costs nothing
-            fence_ahead([self._standbys[t] for t in sorted(tasks) if t in self._standbys])
+            fence_ahead(promoting)  # done already, unless a standby was opened since `assigned` looked
+        # After the fencing: the previous owners may have committed until then.
+        changelog_ends = self._reader.changelog_ends(tp for state in promoting for tp in state.changelogs)
         for task in sorted(tasks):
             state = self._standbys.pop(task, None)
             promoted = state is not None
@@ -254,7 +265,7 @@ class TaskHost:
             runner = ActiveTaskRunner(task, self.topology, self.layout, state, self._new_consumer, self._processing,
                                       self._faults, functools.partial(self._batch_done, task))
             self._actives[task] = runner
-            runner.start_restore()
+            runner.start_restore(changelog_ends)
             log.info("task %s: active here from generation %d, %s", task, generation,
                      "promoting its standby" if promoted else "restoring its state")
         for task in sorted(set(self._standbys) - standbys):
@@ -345,7 +356,7 @@ class TaskHost:
         self._restore_progress = self._reader.restore_progress()
         now = time.monotonic()
         if now - self._lags_read_at >= LAG_REFRESH_S:
-            self._lags_seen = {t: self._reader.partition_lags(t) for t in self._standbys}
+            self._lags_seen = self._reader.lags_of(self._standbys)
             self._lags_read_at = now
         if started:
             self._publish()

@@ -75,8 +75,9 @@ def test_kill_9_mid_write_restores_last_commit(eos_config: StateConfig, children
 def test_kill_9_standby_after_checkpoint_keeps_window_segments(
     eos_config: StateConfig, children: Children
 ) -> None:
-    """Standby writes skip the WAL and window segments are column families of their own: the
-    checkpoint must come after every family is flushed, or the segments' data dies with the process."""
+    """Window segments are column families of their own, and a standby's writes reach them through
+    RocksDB's WAL: the checkpoint must come after that WAL is synced, or the segments' data dies
+    with the process."""
     config = eos_config
     ensure_changelog_topics(config.bootstrap_servers, [s.changelog(config.application_id) for s in SPECS], 2)
     commits = 5

@@ -35,6 +35,10 @@ class _Consumer:
                               cached: bool = False) -> tuple[int, int]:
         raise AssertionError("the test gives the reader its offsets")
 
+    def offsets_for_times(self, partitions: list[KafkaTopicPartition],
+                          timeout: float = -1) -> list[KafkaTopicPartition]:
+        raise AssertionError("the test gives the reader its offsets")
+
 
 class _Task:
     def __init__(self, task: TaskId) -> None:

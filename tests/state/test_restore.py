@@ -272,6 +272,10 @@ class _OneBatchConsumer:
                               cached: bool = False) -> tuple[int, int]:
         raise AssertionError("these tests give the reader its offsets")
 
+    def offsets_for_times(self, partitions: list[KafkaTopicPartition],
+                          timeout: float = -1) -> list[KafkaTopicPartition]:
+        raise AssertionError("these tests give the reader its offsets")
+
 
 class _Task:
     task = TaskId(0, 0)

@@ -14,6 +14,7 @@ import pytest
 from streams_rt.protocol import TaskId
 from streams_rt.state import Mode, StateConfig, StateUpdater, StoreClosedError, TaskState, ensure_changelog_topics
 from streams_rt.state.errors import ChangelogError
+from streams_rt.state.stores.kv import RocksDBKeyValueStore
 from tests.state.child import SPECS, expected_kv, expected_windows
 from tests.state.conftest import Children, StateHost, wait_for_line
 
@@ -182,3 +183,23 @@ def test_a_standby_paused_behind_a_restore_is_promoted_and_restores(make_config:
         finally:
             standby.close()
             restoring.close()
+
+
+def test_a_promotion_flushes_no_memtable(make_config: Callable[..., StateConfig]) -> None:
+    """A standby writes its records to RocksDB's WAL, so promoting it (and reading the tail it
+    missed) leaves them in the memtable: no flush sits on the failover's path."""
+    with _active_and_standby(make_config) as (active, standby, updater, host):
+        for i in range(50):
+            active.kv_store("kv").put(b"k%d" % i, b"v%d" % i)
+        active.commit()
+        _poll_until(updater, lambda: standby.offset_sum() == 49)
+        for i in range(50, 80):  # the tail the promotion reads
+            active.kv_store("kv").put(b"k%d" % i, b"v%d" % i)
+        active.commit()
+        store = standby.store("kv")
+        assert isinstance(store, RocksDBKeyValueStore)
+        sst_files = store.db.property_int_value("rocksdb.num-files-at-level0")
+        _promote(updater, standby)
+        assert host.listener.restored("kv") == 30
+        assert store.db.property_int_value("rocksdb.num-files-at-level0") == sst_files
+        assert dict(standby.kv_store("kv").all()) == {b"k%d" % i: b"v%d" % i for i in range(80)}

@@ -106,7 +106,7 @@ class RocksDBKeyValueStore(KeyValueStore, RocksDBStore):
     def apply_changelog(self, keys: Sequence[bytes], values: Sequence[bytes | None], last_offset: int) -> None:
         batch = write_batch(keys, values)
         self._record_offset(batch, last_offset)
-        self._write_unlogged(batch)
+        self._write_changelog_records(batch)
 
 
 def write_batch(keys: Iterable[bytes], values: Iterable[bytes | None]) -> rocksdict.WriteBatch:

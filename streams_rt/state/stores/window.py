@@ -265,7 +265,7 @@ class RocksDBWindowStore(WindowStore, RocksDBStore):
             else:
                 batch.put(composite, value, self._segment(segment_id))
         self._record_offset(batch, changelog_offset)
-        (self._write_logged if logged else self._write_unlogged)(batch)
+        (self._write_logged if logged else self._write_changelog_records)(batch)
 
     def _drop_segments_before(self, segment_id: int) -> None:
         for expired in [s for s in self._segments if s < segment_id]:
