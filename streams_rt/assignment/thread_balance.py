@@ -59,7 +59,7 @@ def windowed_counts(
     allow no counts adding up to n_tasks or the subtopology targets cannot add up to those found."""
     if not sum(lo) <= n_tasks <= sum(hi):
         return None
-    window = _narrowest_window(n_tasks, capacities, prior, lo, hi)
+    window = narrowest_window(n_tasks, capacities, prior, lo, hi)
     if window is None:
         return None
     m, top = window
@@ -116,7 +116,7 @@ def _fill(
     return counts
 
 
-def _narrowest_window(
+def narrowest_window(
     n_tasks: int, capacities: Sequence[int], prior: Sequence[int], lo: Sequence[int], hi: Sequence[int]
 ) -> tuple[Fraction, Fraction] | None:
     """The loads [m, M] with M - m smallest such that every client can be given a count within its
