@@ -326,13 +326,19 @@ def filling_quotas(
     docstring. Among clients as loaded, those that own more of the pool than they have been given
     first (nothing moves: an unchanged group keeps its quotas), then those holding fewer `standbys`
     per capacity unit: the standbys stay where they are (no warm-up) if the stateless tasks go around
-    them."""
+    them. Where capacities differ, every count within the narrowest window of loads (thread_balance.py)
+    is as even per thread, so the owners keep theirs first there (random seed 164 of the quality bench:
+    a three-thread client joining took a task from a two-thread one, the threads 1/2 apart either way)."""
     sizes = subtopology_sizes(pool, subtopology)
     lo, hi = share_bounds(sizes or [len(pool)], capacities)  # one subtopology: the pool
 
     def order(c: int, q: int) -> tuple[float, bool, float, int]:
         return (prior[c] + q + 1) / capacities[c], owned[c] <= q, standbys[c] / capacities[c], rank[c]
 
+    if len(set(capacities)) > 1:
+        sticky = windowed_counts(len(pool), capacities, prior, lo, hi, lambda c, q: (owned[c] <= q, order(c, q)), sizes)
+        if sticky is not None:
+            return sticky
     return balanced_counts(len(pool), capacities, prior, lo, hi, order, sizes)
 
 

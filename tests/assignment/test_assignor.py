@@ -773,6 +773,21 @@ def test_with_capacities_that_differ_the_actives_leave_the_standbys_room_to_even
         p: (a.active, a.standby) for p, a in r.clients.items()}
 
 
+def test_with_capacities_that_differ_stateless_owners_keep_their_tasks_where_the_threads_are_as_even() -> None:
+    """Random seed 164 of the quality bench: three stateless tasks run on a three-thread client and two
+    two-thread ones; a second three-thread client joins. Filled least loaded first, it took a task
+    from a two-thread client, the threads 1/2 apart either way (the one-thread clients run none); the
+    owners keep their tasks."""
+    tasks = [TaskId(0, p) for p in range(3)]
+    a, b, c, d, e = (uuid.UUID(int=i + 1) for i in range(5))
+    states = [
+        running(a, [tasks[0]], capacity=3), running(b, [tasks[1]], capacity=2),
+        running(c, [tasks[2]], capacity=2), ClientState(d, 3), ClientState(e, 1),
+    ]
+    r = assign(tasks, states, {}, AssignmentConfigs(), EAGER, 0)
+    assert [sorted(r.clients[p].active) for p in (a, b, c, d, e)] == [[tasks[0]], [tasks[1]], [tasks[2]], [], []]
+
+
 def test_the_actives_leave_the_standbys_room_only_within_kafkas_tolerance_for_the_threads() -> None:
     """Random seed 249 of the quality bench: 9 stateful tasks, two standbys, capacities 1, 2, 1 and 1
     in zones a, d, c and c (the first two hold every task). 2, 4, 1 and 2 would let the standbys lie
