@@ -125,7 +125,13 @@ def narrowest_window(
     # Filling by the load a task brings gives the lowest possible maximum `top`; its minimum `bottom`
     # bounds the answer: the best window lies within [bottom, 2 top - bottom] (its M is at least top
     # and its width at most top - bottom).
-    start = _fill(n_tasks, list(lo), hi, lambda c, q: (Fraction(prior[c] + q + 1, capacities[c]), c))
+    # That fill gives the n_tasks - sum(lo) units of lowest load first, so the units up to the average
+    # load are given at once where they are no more than that (then the same counts come out, but
+    # thousands of units, as the standbys of standby_room.py, cost no heap operation each).
+    level = Fraction(n_tasks + sum(prior), sum(capacities))
+    ahead = [min(hi[c], max(lo[c], math.floor(level * cap) - prior[c])) for c, cap in enumerate(capacities)]
+    start = _fill(n_tasks, ahead if sum(ahead) <= n_tasks else list(lo), hi,
+                  lambda c, q: (Fraction(prior[c] + q + 1, capacities[c]), c))
     if start is None:
         return None
     levels = [Fraction(prior[c] + start[c], capacities[c]) for c in range(n)]
