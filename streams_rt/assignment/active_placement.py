@@ -19,16 +19,17 @@ from itertools import chain
 from .forced_replicas import ForcedReplicas
 from .least_loaded import LeastLoaded
 from .ownership import NO_OWNER
-from .quotas import capacity_quotas, filling_quotas, keep_owned, owned_counts, subtopology_sizes
+from .quotas import JointBounds, capacity_quotas, filling_quotas, keep_owned, owned_counts, subtopology_sizes
 from .round_inputs import RoundInputs
 from .spread import SubtopologyShares
+from .standby_room import StandbyRoom
 
 
 def general_assign(
     inputs: RoundInputs,
     pool: Sequence[int],
     prior_load: Sequence[int] | None = None,
-    bounds: tuple[Sequence[int], Sequence[int]] | None = None,
+    bounds: JointBounds | None = None,
 ) -> list[int]:
     """Returns the target client of each task of `pool`. prior_load: for the stateless pool, active
     tasks each client already has; the pool then fills up the least loaded clients
@@ -47,7 +48,8 @@ def general_assign(
         quotas = filling_quotas(pool, inputs.subtopology, capacities, prior, inputs.rank, owned, held)
     elif len(set(capacities)) > 1 or sizes is None:
         owned = owned_counts(pool, owner, n)
-        quotas = capacity_quotas(len(pool), capacities, inputs.rank, owned, sizes, bounds, forced)
+        standby_room = StandbyRoom.of(inputs.clients, inputs.configs) if len(set(capacities)) > 1 else None
+        quotas = capacity_quotas(len(pool), capacities, inputs.rank, owned, sizes, bounds, forced, standby_room)
     shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank)
     if shares is not None:
         ceils_first = forced.ceils_first() if forced is not None and quotas is None else ()

@@ -59,7 +59,7 @@ def windowed_counts(
     allow no counts adding up to n_tasks or the subtopology targets cannot add up to those found."""
     if not sum(lo) <= n_tasks <= sum(hi):
         return None
-    window = _narrowest_window(n_tasks, capacities, prior, lo, hi)
+    window = narrowest_window(n_tasks, capacities, prior, lo, hi)
     if window is None:
         return None
     m, top = window
@@ -116,7 +116,7 @@ def _fill(
     return counts
 
 
-def _narrowest_window(
+def narrowest_window(
     n_tasks: int, capacities: Sequence[int], prior: Sequence[int], lo: Sequence[int], hi: Sequence[int]
 ) -> tuple[Fraction, Fraction] | None:
     """The loads [m, M] with M - m smallest such that every client can be given a count within its
@@ -125,7 +125,13 @@ def _narrowest_window(
     # Filling by the load a task brings gives the lowest possible maximum `top`; its minimum `bottom`
     # bounds the answer: the best window lies within [bottom, 2 top - bottom] (its M is at least top
     # and its width at most top - bottom).
-    start = _fill(n_tasks, list(lo), hi, lambda c, q: (Fraction(prior[c] + q + 1, capacities[c]), c))
+    # That fill gives the n_tasks - sum(lo) units of lowest load first, so the units up to the average
+    # load are given at once where they are no more than that (then the same counts come out, but
+    # thousands of units, as the standbys of standby_room.py, cost no heap operation each).
+    level = Fraction(n_tasks + sum(prior), sum(capacities))
+    ahead = [min(hi[c], max(lo[c], math.floor(level * cap) - prior[c])) for c, cap in enumerate(capacities)]
+    start = _fill(n_tasks, ahead if sum(ahead) <= n_tasks else list(lo), hi,
+                  lambda c, q: (Fraction(prior[c] + q + 1, capacities[c]), c))
     if start is None:
         return None
     levels = [Fraction(prior[c] + start[c], capacities[c]) for c in range(n)]

@@ -24,8 +24,10 @@ from streams_rt.assignment import (
 )
 from streams_rt.assignment.active_placement import general_assign
 from streams_rt.assignment.constrained import constrained_assign
+from streams_rt.assignment.kafka_criterion import kafka_counts
 from streams_rt.assignment.ownership import NO_OWNER
 from streams_rt.assignment.round_inputs import number_round
+from streams_rt.assignment.standby_room import StandbyRoom
 from streams_rt.config import ConfigError
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId
 
@@ -743,3 +745,70 @@ def test_with_nobody_caught_up_a_task_nobody_owns_stays_with_the_least_lag_where
     r = assign(T[:2], states, end, AssignmentConfigs(), EAGER, 0)
     assert r.clients[z].active == {T[0]} and r.clients[y].active == {T[1]}
     assert not any(a.warmup for a in r.clients.values()) and r.probing_rebalance_at_ms is None
+
+
+def test_with_capacities_that_differ_the_actives_leave_the_standbys_room_to_even_out() -> None:
+    """Random seed 169 of the quality bench: 7 stateful tasks, one standby, capacities 1, 1 and 3. The
+    actives most even per thread (1, 1 and 5) leave the three-thread client room for only 2 standbys,
+    so the one-thread clients hold 5 between them: 7/3 per thread apart. 2, 1 and 4, which Kafka's
+    criterion leaves as they are too (the threads 1 apart, as Kafka's assignor has them), let the
+    standbys lie 1 apart. Fed back, the assignment stays."""
+    capacities = [1, 1, 3]
+    tasks = [TaskId(0, p) for p in range(7)]
+    states = [ClientState(uuid.UUID(int=i + 1), cap) for i, cap in enumerate(capacities)]
+    configs = AssignmentConfigs(num_standby_replicas=1)
+    r = assign(tasks, states, {t: 0 for t in tasks}, configs, EAGER, 0)
+    standbys = [Fraction(len(r.clients[s.process_id].standby), s.capacity) for s in states]
+    assert max(standbys) - min(standbys) == 1, standbys
+    assert sorted(len(r.clients[s.process_id].active) for s in states[:2]) == [1, 2]
+    fed = [
+        replace(s, owned_active={t: 1 for t in r.clients[s.process_id].active},
+                owned_standby=r.clients[s.process_id].standby,
+                task_offset_sums={**{t: 0 for t in r.clients[s.process_id].standby},
+                                  **{t: OFFSET_SUM_RUNNING_ACTIVE for t in r.clients[s.process_id].active}})
+        for s in states
+    ]
+    again = assign(tasks, fed, {t: 0 for t in tasks}, configs, EAGER, 1)
+    assert {p: (a.active, a.standby) for p, a in again.clients.items()} == {
+        p: (a.active, a.standby) for p, a in r.clients.items()}
+
+
+def test_with_capacities_that_differ_stateless_owners_keep_their_tasks_where_the_threads_are_as_even() -> None:
+    """Random seed 164 of the quality bench: three stateless tasks run on a three-thread client and two
+    two-thread ones; a second three-thread client joins. Filled least loaded first, it took a task
+    from a two-thread client, the threads 1/2 apart either way (the one-thread clients run none); the
+    owners keep their tasks."""
+    tasks = [TaskId(0, p) for p in range(3)]
+    a, b, c, d, e = (uuid.UUID(int=i + 1) for i in range(5))
+    states = [
+        running(a, [tasks[0]], capacity=3), running(b, [tasks[1]], capacity=2),
+        running(c, [tasks[2]], capacity=2), ClientState(d, 3), ClientState(e, 1),
+    ]
+    r = assign(tasks, states, {}, AssignmentConfigs(), EAGER, 0)
+    assert [sorted(r.clients[p].active) for p in (a, b, c, d, e)] == [[tasks[0]], [tasks[1]], [tasks[2]], [], []]
+
+
+def test_the_actives_leave_the_standbys_room_only_within_kafkas_tolerance_for_the_threads() -> None:
+    """Random seed 249 of the quality bench: 9 stateful tasks, two standbys, capacities 1, 2, 1 and 1
+    in zones a, d, c and c (the first two hold every task). 2, 4, 1 and 2 would let the standbys lie
+    1/2 closer than 2, 3, 2 and 2, but put the threads 1 apart, where Kafka's own balancing leaves
+    them 1/2 apart: the threads stay as even as that."""
+    tasks = [TaskId(0, p) for p in range(9)]
+    states = [ClientState(uuid.UUID(int=i + 1), cap, tags={"zone": z})
+              for i, (cap, z) in enumerate([(1, "a"), (2, "d"), (1, "c"), (1, "c")])]
+    configs = AssignmentConfigs(num_standby_replicas=2, rack_aware_assignment_tags=("zone",))
+    r = assign(tasks, states, {t: 0 for t in tasks}, configs, EAGER, 0)
+    assert [len(r.clients[s.process_id].active) for s in states] == [2, 3, 2, 2]
+
+
+def test_kafkas_counts_and_the_standbys_room_on_the_quality_bench_seeds() -> None:
+    """The counts Kafka's round robin and balanceTasksOverThreads reach (seeds 169 and 249), and the
+    standby spread the actives leave room for (seed 169: 1, 1 and 5 leave the three-thread client
+    room for 2 of the 7 standbys)."""
+    assert kafka_counts(7, [1, 1, 3]) == [2, 2, 3]
+    assert kafka_counts(9, [1, 2, 1, 1]) == [2, 3, 2, 2]
+    assert kafka_counts(0, [1, 3], stateless=4) == [1, 3]
+    room = StandbyRoom((False, False, False), 2)
+    assert room.spread([1, 1, 5], [1, 1, 3]) == Fraction(7, 3)
+    assert room.spread([2, 1, 4], [1, 1, 3]) == 1
+    assert StandbyRoom((True, False), 2).spread([0, 3], [1, 1]) == 3  # the first holds all 3 it does not run
