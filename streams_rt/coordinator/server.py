@@ -147,6 +147,11 @@ class CoordinatorServer(SecureFlightServer):
         """Hold this to read the group consistently from outside the server."""
         return self._cond
 
+    def calls_in_flight(self, member_id: str) -> int:
+        """The member's joins, syncs and heartbeats held here now: a live member has one, or one on its way."""
+        with self._cond:
+            return self._silence.in_flight(member_id)
+
     def shutdown(self) -> None:
         """Answer the held syncs and heartbeats now: the server waits for every call to finish."""
         self._stopping.set()

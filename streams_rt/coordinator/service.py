@@ -211,6 +211,7 @@ class Coordinator:
                     "version": getattr(m.subscription, "version", None),
                     "latest_supported_version": getattr(m.subscription, "latest_supported_version", None),
                     "capacity": m.capacity,
+                    "calls_in_flight": self._server.calls_in_flight(mid),
                     "generation": m.assignment.generation if m.assignment else -1,
                     **(m.assignment.summary() if m.assignment else {}),
                 }

@@ -40,6 +40,11 @@ class SilenceWatch:
         if calls.in_flight == 0:
             calls.quiet_since_ms = now_ms
 
+    def in_flight(self, member_id: str) -> int:
+        """How many of the member's calls are held here now (a live member in a round: its sync)."""
+        calls = self._members.get(member_id)
+        return 0 if calls is None else calls.in_flight
+
     def silent(self, members: Collection[str], now_ms: int) -> list[str]:
         """The members of `members` quiet for `after_ms` or more and not named since their last call.
         Members no longer in `members` are forgotten; members never seen are not watched (one

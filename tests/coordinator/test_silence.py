@@ -1,6 +1,6 @@
 """SilenceWatch, pure: a member with no join, sync or heartbeat in flight for its threshold is named
-once per quiet spell; a call in flight, or one ended lately, keeps it unnamed; members gone from the
-group are forgotten; members never seen are not watched."""
+once per quiet spell; a call in flight (counted), or one ended lately, keeps it unnamed; members gone
+from the group are forgotten; members never seen are not watched."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ def test_a_member_holding_a_call_is_never_silent() -> None:
     watch.call_started("a")
     watch.call_started("a")  # a heartbeat and a sync at once
     watch.call_ended("a", now_ms=1_000)
+    assert watch.in_flight("a") == 1
     assert watch.silent({"a"}, now_ms=60_000) == []
     watch.call_ended("a", now_ms=60_000)
     assert watch.silent({"a"}, now_ms=62_000) == ["a"]
@@ -68,3 +69,4 @@ def test_named_members_are_exactly_those_quiet_long_enough(steps: list[tuple[str
                               and now - quiet_since[m] >= 2_000)
             assert watch.silent({"a", "b"}, now) == expected
             named_spell.update(expected)
+        assert watch.in_flight(member) == in_flight.get(member, 0)

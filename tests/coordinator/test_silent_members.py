@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -125,7 +124,8 @@ def test_a_member_killed_while_holding_a_sync_is_probed_at_once(
         assert member.stdout is not None
         assert json.loads(member.stdout.readline())["error"] == "NONE"  # rejoined; its sync follows at once
         wait_until(planner.computing.is_set, WAIT_S, "the round held at the gate")
-        time.sleep(1.0)  # the sync is on its way within this: held for 5 s (the round waits at the gate)
+        wait_until(lambda: coordinator.describe()["members"][member_id]["calls_in_flight"] == 1, WAIT_S,
+                   "its sync held (for up to 5 s: the round waits at the gate)")
     finally:
         member.send_signal(signal.SIGKILL)
         member.wait()
