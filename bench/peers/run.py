@@ -44,6 +44,7 @@ CHART = REPO / "bench" / "results" / "peers.png"
 THROUGHPUT, RSS, LATENCY_P50, LATENCY_P99 = "throughput", "peak RSS", "latency p50", "latency p99"
 LATENCY_CATCH_UP_S = 60.0
 FAILOVER_STANDBY, FAILOVER_NO_STANDBY = "failover, 1 standby", "failover, no standby"
+FAILOVER_CONTROL = "failover control, no kill"  # the same figure with nothing killed (bench/peers/failover.py)
 SCALE_OUT = "scale-out, tasks that stayed"
 # (system, figure, streams_rt's advantage it must reach): issue 19's targets.
 TARGETS = [
@@ -121,10 +122,12 @@ def measure_latency(system: System, run: Run, keys: int, rate: float, seconds: f
 def measure_failover(case: failover.Failover, run: Run, keys: int, rate: float, seconds: float,
                      state_records: int, results: Results) -> None:
     label = "no standbys" if case.standbys is None else f"num.standby.replicas={case.standbys}"
-    print(f"{time.strftime('%H:%M:%S')} {case.system}: failover ({label}) at {rate:,.0f} records/s ...",
+    kind = "failover" if case.victim is not None else "failover control, nothing killed"
+    print(f"{time.strftime('%H:%M:%S')} {case.system}: {kind} ({label}) at {rate:,.0f} records/s ...",
           file=sys.stderr)
     worst, note = failover.measure(case, run, keys, rate, seconds, state_records)
-    name = FAILOVER_STANDBY if case.standbys == 1 else FAILOVER_NO_STANDBY
+    name = (FAILOVER_CONTROL if case.victim is None else FAILOVER_STANDBY if case.standbys == 1
+            else FAILOVER_NO_STANDBY)
     results.add(Figure(case.system, name, worst, "ms", higher_is_better=False,
                        note=note if case.standbys is not None else f"{note}; it has no standbys"))
 
@@ -235,6 +238,10 @@ def main() -> None:
     with_standby, without = results.value(BASELINE, FAILOVER_STANDBY), results.value(BASELINE, FAILOVER_NO_STANDBY)
     if with_standby and without and with_standby == with_standby and without == without:
         print(f"ratio {without / with_standby:.2f} target 5.00  (failover: streams_rt without a standby / with one)")
+    control = results.value(BASELINE, FAILOVER_CONTROL)
+    if with_standby and control and with_standby == with_standby and control == control:
+        print(f"  with a standby the failover adds {with_standby - control:,.0f} ms to the figure with nothing killed "
+              f"({control:,.0f} ms)")
     spark = results.value("Spark SQL groupBy().agg()", FAILOVER_NO_STANDBY)
     if with_standby and spark and with_standby == with_standby and spark == spark:
         print(f"ratio {spark / with_standby:.2f} target 1.00  (failover: Spark SQL's state reload on executor loss / "
