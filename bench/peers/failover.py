@@ -25,9 +25,9 @@ the kill, and the figure measured a backlog, not a recovery (at 17k records/s it
 
 Control: streams_rt with one standby once more, with the kill skipped: the same figure for the same
 second's records when nothing fails. What the failover with a standby adds is its figure less this
-one. On 2026-11-28 that was 0-0.33 s (with the kill 1,022-1,346 ms, without 1,017-1,132 ms, on a
-quiet machine): most of the takeover (0.4-0.5 s) hides inside the micro-batches in flight, and the
-rest of the figure is the latency of the micro-batches themselves, as at any other second.
+one. On 2026-11-28 that was 0-0.33 s (with the kill 1,022-1,346 ms, without 1,017-1,132 ms): most
+of the takeover (0.4-0.5 s) hides inside the micro-batches in flight, and the rest of the figure is
+the latency of the micro-batches themselves, as at any other second.
 
 Guarantee: streams_rt and Kafka Streams run exactly_once_v2 here. At least once, a killed worker's
 last updates are in its changelog but not its committed input offsets, so the task's new owner counts
