@@ -134,12 +134,10 @@ def capacity_quotas(
     if forced is not None and len(set(capacities)) > 1:
         width = Fraction(n_tasks) if everywhere else load_spread(quotas, capacities, nothing)
         quotas = _evener_standbys(n_tasks, capacities, floors, ceils, quotas, width, unowned_order, as_even, sizes)
-    roomier = room is not None and len(set(capacities)) > 1
+    roomy = room if len(set(capacities)) > 1 else None
     both = bounds if joint is not None else None
-    if roomier:
-        assert room is not None
-        search = pool_bounds if both is not None else (floors, ceils)
-        quotas = _roomier_standbys(quotas, capacities, *search, sizes, room, both)
+    if roomy is not None:  # searched within the pool's own bounds, the joint ones aside (_roomier_standbys)
+        quotas = _roomier_standbys(quotas, capacities, *pool_bounds, sizes, roomy, both)
     # Where capacities differ, several counts can be as even: what the owners run now, if it is one of
     # them, stays (an unchanged group keeps its assignment).
     if (
@@ -147,7 +145,7 @@ def capacity_quotas(
         and sum(owned) == n_tasks
         and all(f <= o <= c for f, o, c in zip(floors, owned, ceils, strict=True))
         and as_even(list(owned), quotas)
-        and (not roomier or _room_key(owned, capacities, room, both) <= _room_key(quotas, capacities, room, both))
+        and (roomy is None or _room_key(owned, capacities, roomy, both) <= _room_key(quotas, capacities, roomy, both))
         and possible(owned, sizes, capacities)
     ):
         return list(owned)
@@ -155,11 +153,10 @@ def capacity_quotas(
 
 
 def _room_key(
-    counts: Sequence[int], capacities: Sequence[int], room: StandbyRoom | None, both: JointBounds | None
+    counts: Sequence[int], capacities: Sequence[int], room: StandbyRoom, both: JointBounds | None
 ) -> tuple[Fraction, Fraction]:
     """The standbys' lowest spread (standby_room.py), then the threads' (with the stateless pool where
     `both`)."""
-    assert room is not None
     spread = room.spread(counts, capacities)
     totals = list(counts) if both is None else both.totals(counts, capacities)
     worst = Fraction(sum(counts) + (both.stateless if both else 0))
