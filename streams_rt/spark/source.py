@@ -2,11 +2,15 @@
 
 Its driver-side methods run in a Python process Spark starts (not the user's): they reach the
 coordinator by RPC, whose address travels in the options. `latestOffset` advances RUNNING tasks and
-tasks an owner caught up on them is taking over; `partitions` makes one Spark partition per task with
-work, for its owner host; `read`, on an executor, asks the owner host for the batch and yields its
-Arrow record batches; `commit` acknowledges the batches to their hosts. A task that moves after its
-batch was planned sits the micro-batch out (`read` yields nothing) rather than hold every other
-task's output until its new owner runs (a micro-batch ends when its last partition does): its
+tasks an owner caught up on them is taking over; `partitions` makes one batch per task with work,
+for its owner host, and one Spark partition per host holding its tasks' batches; `read`, on an
+executor, asks the owner host for each task's batch (all at once) and yields their Arrow record
+batches; `commit` acknowledges the batches to their hosts. A partition per host rather than per task
+puts a micro-batch in one wave of Spark tasks when there are at least as many cores as hosts, not
+one wave per host core's worth of tasks: the host overlaps its tasks' commits and Kafka round trips,
+and Spark starts fewer tasks. A task that moves after its batch was planned sits the micro-batch out
+(its read yields nothing) rather than hold every other task's output until its new owner runs (a
+micro-batch ends when its last partition does): its
 records come with its next batch, which its new owner runs from where the task is (see
 streams_rt/runtime/planning.py). Only a new owner caught up on the task, which runs it within a
 moment, is waited for (refused_batch.py). Offsets are
@@ -20,6 +24,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +48,7 @@ HOST_CONFIG_OPTION = "streams_rt.host.secret.config"  # may hold client credenti
 
 
 @dataclass(frozen=True)
-class TaskBatch(InputPartition):
+class TaskBatch:
     """One task's batch: plain data, pickled by Spark to the executor that reads it."""
 
     task: str
@@ -59,6 +64,23 @@ class TaskBatch(InputPartition):
 
     def tp_ranges(self) -> dict[TopicPartition, tuple[int, int]]:
         return {TopicPartition(t, p): (s, e) for t, p, s, e in self.ranges}
+
+
+@dataclass(frozen=True)
+class HostBatches(InputPartition):
+    """The batches of one micro-batch planned for one host (`endpoint`; "" for tasks planned while
+    they had no owner): one Spark partition."""
+
+    endpoint: str
+    batches: tuple[TaskBatch, ...]
+
+
+def by_host(batches: list[TaskBatch]) -> list[HostBatches]:
+    """One partition per planned endpoint, in endpoint order, each with its tasks in plan order."""
+    grouped: dict[str, list[TaskBatch]] = {}
+    for batch in batches:
+        grouped.setdefault(batch.endpoint, []).append(batch)
+    return [HostBatches(endpoint, tuple(tasks)) for endpoint, tasks in sorted(grouped.items())]
 
 
 @dataclass(frozen=True)
@@ -225,7 +247,7 @@ class StreamsRtStreamReader(DataSourceStreamReader):
             out.update(t for t in tasks if t in progress and needs_batch(progress[t], begin, batch_id))
         return frozenset(out)
 
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[TaskBatch]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[HostBatches]:
         from streams_rt.runtime.planning import RUNNING, plan, reported_behind
 
         generation, statuses = self._status()
@@ -254,26 +276,32 @@ class StreamsRtStreamReader(DataSourceStreamReader):
                 spans = tuple((tp.topic, tp.partition, s, e) for tp, (s, e) in sorted(ranges.items()))
                 batches.append(TaskBatch(str(task), status.endpoint or "", generation, spans, batch_id))
         self._planned[batch_id] = batches
-        return batches
+        return by_host(batches)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Spark committed the batch: acknowledge each task's batch to its host (the batch was
         made durable when it ran; this lets the host forget its kept output)."""
-        from streams_rt.rpc.batches import BatchError, HostClient
-
         committed = batch_of(end)
         batches = self._planned.pop(committed, [])
         for older in [b for b in self._planned if b < committed]:  # ones Spark has moved past
             self._planned.pop(older)
-        for batch in batches:
-            if not batch.endpoint:  # planned while the task had no owner: `read` found one, which has it applied
-                continue
-            try:
-                roots = _roots(self.options)
-                with HostClient(batch.endpoint, secret=_secret(self.options), tls_root_certs=roots) as client:
+        # Planned while the task had no owner (endpoint ""): `read` found one, which has it applied.
+        hosts = [group for group in by_host(batches) if group.endpoint]
+        if len(hosts) > 1:  # the hosts answer in parallel: the next micro-batch waits for the slowest only
+            with ThreadPoolExecutor(max_workers=len(hosts), thread_name_prefix="streams-rt-commit") as pool:
+                list(pool.map(self._acknowledge, hosts))
+        elif hosts:
+            self._acknowledge(hosts[0])
+
+    def _acknowledge(self, host: HostBatches) -> None:
+        from streams_rt.rpc.batches import BatchError, HostClient
+
+        with HostClient(host.endpoint, secret=_secret(self.options), tls_root_certs=_roots(self.options)) as client:
+            for batch in host.batches:
+                try:
                     client.commit(batch.request())
-            except BatchError as e:  # the task moved: its new owner has the batch as applied last
-                log.info("task %s: commit not acknowledged by %s: %s", batch.task, batch.endpoint, e)
+                except BatchError as e:  # the task moved: its new owner has the batch as applied last
+                    log.info("task %s: commit not acknowledged by %s: %s", batch.task, batch.endpoint, e)
 
     def stop(self) -> None:
         if self._coordinator is not None:
@@ -292,26 +320,38 @@ class StreamsRtStreamReader(DataSourceStreamReader):
         ensure_host(HostSpec(json.loads(self.options.host_config), secret.environment() if secret else {}))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """The batch's output rows from the task's owner. If the task moved, the batch goes to its
-        new owner when the coordinator names one that runs it. While the task is between owners the
-        read waits a moment only where that ends soon (a new owner caught up on the task opening it,
-        one that has not reported yet, a host being checked: refused_batch.py); otherwise (its new
-        owner restores it, revoked, its host dead) the task sits this micro-batch out: nothing is
-        yielded, and its records come with its next batch (module docstring; the host that runs
-        that batch logs it, once). Other retriable refusals (the broker unavailable) are retried
-        until `batch.retry.timeout.ms`. An owner that cannot be reached is reported to the
-        coordinator, which removes it at once if it finds it dead, so the task moves without waiting
-        for the owner's session timeout."""
+        """The output rows of the host's batches, task by task in plan order. The tasks' batches are
+        asked for at once, each on its own connection, so the host runs them side by side."""
+        assert isinstance(partition, HostBatches)
+        self._ensure_local_host()
+        if len(partition.batches) == 1:
+            outputs = [self._task_output(partition.batches[0])]
+        else:
+            with ThreadPoolExecutor(max_workers=len(partition.batches), thread_name_prefix="streams-rt-read") as pool:
+                outputs = list(pool.map(self._task_output, partition.batches))
+        for table in outputs:
+            if table is not None:
+                yield from table.to_batches()
+
+    def _task_output(self, batch: TaskBatch) -> pa.Table | None:
+        """The batch's output rows from the task's owner, or None if the task sits it out. If the
+        task moved, the batch goes to its new owner when the coordinator names one that runs it.
+        While the task is between owners the read waits a moment only where that ends soon (a new
+        owner caught up on the task opening it, one that has not reported yet, a host being checked:
+        refused_batch.py); otherwise (its new owner restores it, revoked, its host dead) the task
+        sits this micro-batch out, and its records come with its next batch (module docstring; the
+        host that runs that batch logs it, once). Other retriable refusals (the broker unavailable)
+        are retried until `batch.retry.timeout.ms`. An owner that cannot be reached is reported to
+        the coordinator, which removes it at once if it finds it dead, so the task moves without
+        waiting for the owner's session timeout."""
         from streams_rt.rpc.batches import BatchError, HostClient
         from streams_rt.rpc.client import GroupClient
         from streams_rt.runtime.batch_loop import report_unreachable, task_status
         from streams_rt.spark.refused_batch import MOVING, UNREACHABLE, Next, after_refusal
 
-        assert isinstance(partition, TaskBatch)
-        self._ensure_local_host()
-        task = TaskId.parse(partition.task)
-        request = partition.request()
-        endpoint = partition.endpoint
+        task = TaskId.parse(batch.task)
+        request = batch.request()
+        endpoint = batch.endpoint
         deadline = time.monotonic() + self.options.retry_timeout_ms / 1000
         secret = _secret(self.options)
         reported: set[str] = set()
@@ -334,14 +374,14 @@ class StreamsRtStreamReader(DataSourceStreamReader):
                 with GroupClient(self.options.coordinator, secret=secret, tls_root_certs=roots) as coordinator:
                     if e.code == UNREACHABLE and endpoint not in reported:
                         reported.add(endpoint)
-                        report_unreachable(coordinator, self.options.application_id, endpoint, partition.generation)
+                        report_unreachable(coordinator, self.options.application_id, endpoint, batch.generation)
                     _, statuses = task_status(coordinator, self.options.application_id)
                 step = after_refusal(e.code, statuses.get(task), endpoint, time.monotonic() - first_refusal)
                 if step.next is Next.SIT_OUT:
                     log.debug("task %s sits out batch %d (%s); its records come with its next batch",
-                              task, partition.batch_id, e)
-                    return
+                              task, batch.batch_id, e)
+                    return None
                 if step.next is Next.WAIT:
                     time.sleep(0.05)
                 endpoint = step.endpoint
-        yield from table.to_batches()
+        return table
