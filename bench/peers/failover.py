@@ -25,9 +25,12 @@ the kill, and the figure measured a backlog, not a recovery (at 17k records/s it
 
 Control: streams_rt with one standby once more, with the kill skipped: the same figure for the same
 second's records when nothing fails. What the failover with a standby adds is its figure less this
-one. On 2026-11-28 that was 0-0.33 s (with the kill 1,022-1,346 ms, without 1,017-1,132 ms): most
-of the takeover (0.4-0.5 s) hides inside the micro-batches in flight, and the rest of the figure is
-the latency of the micro-batches themselves, as at any other second.
+one. With a Spark partition per task (before 2026-11-28's change to one per host) that was 0-0.33 s
+(with the kill 1,022-1,346 ms, without 1,017-1,132 ms): the takeover (0.4-0.5 s) hid inside the long
+micro-batches in flight. With a partition per host the micro-batches take about half as long, the
+control fell to 382-410 ms, and the failover adds 0.05-0.4 s (with the kill 435-782 ms in five runs,
+one outlier of 1,309 ms): the takeover itself (the host removed 0.1 s after the kill, the standbys
+promoted 0.1 s after the new generation, running 0.05 s later) shows.
 
 Guarantee: streams_rt and Kafka Streams run exactly_once_v2 here. At least once, a killed worker's
 last updates are in its changelog but not its committed input offsets, so the task's new owner counts

@@ -5,10 +5,10 @@ coordinator by RPC, whose address travels in the options. `latestOffset` advance
 tasks an owner caught up on them is taking over; `partitions` makes one batch per task with work,
 for its owner host, and one Spark partition per host holding its tasks' batches; `read`, on an
 executor, asks the owner host for each task's batch (all at once) and yields their Arrow record
-batches; `commit` acknowledges the batches to their hosts. A partition per host rather than per task
-puts a micro-batch in one wave of Spark tasks when there are at least as many cores as hosts, not
-one wave per host core's worth of tasks: the host overlaps its tasks' commits and Kafka round trips,
-and Spark starts fewer tasks. A task that moves after its batch was planned sits the micro-batch out
+batches; `commit` acknowledges the batches to their hosts. With a partition per host rather than per
+task, a micro-batch is one wave of Spark tasks wherever Spark has a core per host (a partition per
+task gave `local[2]` two waves for four tasks), Spark starts fewer tasks, and each host overlaps its
+tasks' Kafka round trips and commits. A task that moves after its batch was planned sits the micro-batch out
 (its read yields nothing) rather than hold every other task's output until its new owner runs (a
 micro-batch ends when its last partition does): its
 records come with its next batch, which its new owner runs from where the task is (see
