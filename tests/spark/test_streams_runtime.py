@@ -34,6 +34,7 @@ from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.rpc.batches import HostClient
 from streams_rt.runtime.batch_loop import BatchLoop
 from streams_rt.spark.offsets import decode_offsets
+from streams_rt.spark.refused_batch import TAKEOVER_WAIT_S
 
 pytestmark = pytest.mark.broker
 
@@ -317,8 +318,10 @@ def test_a_host_killed_mid_batch_fails_over_to_its_standby_and_the_other_tasks_n
         warm_up = time.time()
         produce_for(topics, produced, 3.0)
         batches.update({p["batchId"]: MicroBatch.of(p) for p in query.recentProgress})
-        # A task's reads are at most two micro-batches apart: a round that long has one.
-        period = max(1.0, 2 * max(mb.seconds for mb in batches.values() if mb.start >= warm_up))
+        # A task's reads are at most two micro-batches apart, one of which may wait for a takeover
+        # (TAKEOVER_WAIT_S at most): a round that long has one.
+        usual = max(mb.seconds for mb in batches.values() if mb.start >= warm_up)
+        period = max(1.0, 2 * usual) + TAKEOVER_WAIT_S
         for _ in range(2):
             produce_for(topics, produced, period)
             sample_round()
