@@ -203,6 +203,7 @@ class ActiveTaskRunner:
                 runner.process(chunk)
                 processed_s += time.perf_counter() - mark
                 records += sum(len(r) for r in chunk.values())
+            runner.punctuate_wall_clock(int(time.time() * 1000))
             processed = time.perf_counter()
             runner.flush()
             output = self._output.to_batch(runner.take_output(), str(self.task))

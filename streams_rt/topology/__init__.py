@@ -11,7 +11,7 @@ from streams_rt.topology.dsl import (
     TimeWindowedStream,
 )
 from streams_rt.topology.errors import TopologyError
-from streams_rt.topology.processor import BaseProcessor, Processor, ProcessorContext
+from streams_rt.topology.processor import BaseProcessor, Processor, ProcessorContext, PunctuationType
 from streams_rt.topology.record import Record, Windowed
 from streams_rt.topology.serdes import Serde, SerdeError, Serdes
 from streams_rt.topology.stores import StoreDefinition, Stores
@@ -27,6 +27,7 @@ __all__ = [
     "KTable",
     "Processor",
     "ProcessorContext",
+    "PunctuationType",
     "Record",
     "Serde",
     "SerdeError",

@@ -64,7 +64,7 @@ class StreamsBuilder:
         keys, values = key_serde or Serdes.bytes(), value_serde or Serdes.bytes()
         source = self._add(SourceNode(self._name("KTABLE-SOURCE"), topics=(topic,), key_serde=keys, value_serde=values))
         store_name = store or f"{topic}-STATE-STORE-{self._counter:010d}"
-        self.add_state_store(StoreDefinition(store_name, keys, values, in_memory=in_memory))
+        self.add_state_store(StoreDefinition(store_name, keys, values, in_memory=in_memory, timestamped=True))
         node = self._processor(source, "KTABLE-SOURCE-PROCESSOR", TableSource(store_name), (store_name,))
         return KTable(self, node, store_name, keys, values)
 
@@ -308,7 +308,7 @@ class KGroupedStream:
         b = self._stream._b
         name = self._store(store)
         values = value_serde or self.value_serde
-        b.add_state_store(StoreDefinition(name, self.key_serde, values, in_memory=in_memory))
+        b.add_state_store(StoreDefinition(name, self.key_serde, values, in_memory=in_memory, timestamped=True))
         node = b._processor(self._input(name), "KSTREAM-AGGREGATE", Aggregate(name, initializer, aggregator), (name,))
         return KTable(b, node, name, self.key_serde, values)
 
@@ -346,7 +346,7 @@ class TimeWindowedStream:
             raise TopologyError(name, f"retention ({retention} ms) must be at least window size plus grace "
                                       f"({w.size_ms + w.grace_ms} ms)")
         b.add_state_store(StoreDefinition(name, g.key_serde, values, window_size_ms=w.size_ms,
-                                          retention_ms=retention, in_memory=in_memory))
+                                          retention_ms=retention, in_memory=in_memory, timestamped=True))
         node = b._processor(g._input(name), "KSTREAM-AGGREGATE", Aggregate(name, initializer, aggregator, w), (name,))
         return KTable(b, node, name, WindowedSerde(g.key_serde, w.size_ms), values)
 

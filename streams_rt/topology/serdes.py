@@ -176,6 +176,42 @@ _ORJSON_WRITE = (orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson
                  | orjson.OPT_PASSTHROUGH_SUBCLASS)
 
 
+class TimestampedSerde(Serde[T]):
+    """What a timestamped store keeps per entry, as Kafka's ValueAndTimestamp: the timestamp (8 bytes,
+    big-endian, signed), then the inner serde's bytes; None (a delete) stays None. The DSL's
+    aggregations and tables keep their results' timestamps this way, as Kafka's do: an update's
+    output timestamp is the larger of the record's and the stored one's.
+
+    `deserialize` gives the value alone (what readers such as interactive queries want);
+    `deserialize_timestamped` gives (value, timestamp). A value written without a timestamp gets
+    -1, Kafka's "unknown". Named as the inner serde: it reads and writes the same values."""
+
+    def __init__(self, inner: Serde[T]) -> None:
+        self.inner = inner
+        self.name, self.arrow_type = inner.name, inner.arrow_type
+
+    def serialize(self, value: T | None) -> bytes | None:
+        return self.serialize_timestamped(value, -1)
+
+    def serialize_timestamped(self, value: T | None, timestamp: int) -> bytes | None:
+        data = self.inner.serialize(value)
+        return None if data is None else timestamp.to_bytes(8, "big", signed=True) + data
+
+    def deserialize(self, data: bytes | None) -> T | None:
+        found = self.deserialize_timestamped(data)
+        return None if found is None else found[0]
+
+    def deserialize_timestamped(self, data: bytes | None) -> tuple[T | None, int] | None:
+        if data is None:
+            return None
+        if len(data) < 8:
+            raise SerdeError(f"timestamped {self.inner.name}: {len(data)} bytes cannot hold a timestamp")
+        return self.inner.deserialize(data[8:]), int.from_bytes(data[:8], "big", signed=True)
+
+    def __repr__(self) -> str:
+        return f"TimestampedSerde({self.inner!r})"
+
+
 def _no_none(data: list[bytes | None]) -> TypeGuard[list[bytes]]:
     return None not in data
 

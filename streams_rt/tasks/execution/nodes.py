@@ -9,6 +9,7 @@ record by record, which only happens on that failure path."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +29,7 @@ from streams_rt.topology.nodes import (
     Peek,
     SelectKey,
 )
-from streams_rt.topology.processor import Processor, Punctuator
+from streams_rt.topology.processor import Processor, PunctuationType, Punctuator
 from streams_rt.topology.windows import TimeWindows
 
 log = logging.getLogger(__name__)
@@ -61,17 +62,28 @@ class Exec:
         self.name = name
         self.children: list[Exec] = []
         # The largest record timestamp this node has seen (-1: none), for nodes that act on stream
-        # time (windows' grace, punctuation). Kept in the task's batch record, so a task that moves
-        # or restarts judges late records as it would have where it was.
+        # time (windows' grace). Kept in the task's batch record, so a task that moves or restarts
+        # judges late records as it would have where it was.
         self.stream_time_ms = -1
+        # Depth-first: each record goes through the whole subgraph below before the next one, as
+        # in Kafka. Lists are faster; the runner turns this on where paths meet again (a merge,
+        # two sinks of one topic), since there a list at a time would reorder records.
+        self.depth_first = False
 
     def process(self, records: list[Rec]) -> None:
         raise NotImplementedError
 
     def forward(self, records: list[Rec]) -> None:
-        if records:
-            for child in self.children:
-                child.process(records)
+        if not records:
+            return
+        if self.depth_first and (len(records) > 1 or len(self.children) > 1):
+            for record in records:
+                one = [record]
+                for child in self.children:
+                    child.process(one)
+            return
+        for child in self.children:
+            child.process(records)
 
     def close(self) -> None:
         """Release what the node holds (user processors are closed)."""
@@ -202,22 +214,27 @@ class BranchExec(Exec):
 
     def process(self, records: list[Rec]) -> None:
         routed: list[list[Rec]] = [[] for _ in self.children]
-        predicates = self.predicates
-        record = records[0]
-        try:
-            for record in records:
-                for i, predicate in enumerate(predicates):
-                    if predicate(record[0], record[1]):
-                        routed[i].append(record)
-                        break
-                else:
-                    if self.has_default:
-                        routed[-1].append(record)
-        except Exception as e:
-            raise UserCodeError(self.name, record, e) from e
+        for record in records:
+            branch = self._branch_of(record)
+            if branch is None:
+                continue
+            if self.depth_first:
+                self.children[branch].process([record])
+            else:
+                routed[branch].append(record)
         for child, batch in zip(self.children, routed, strict=True):
             if batch:
                 child.process(batch)
+
+    def _branch_of(self, record: Rec) -> int | None:
+        """The child of the first predicate that holds, else the default one, if any."""
+        try:
+            for i, predicate in enumerate(self.predicates):
+                if predicate(record[0], record[1]):
+                    return i
+        except Exception as e:
+            raise UserCodeError(self.name, record, e) from e
+        return len(self.children) - 1 if self.has_default else None
 
 
 class SkipCounter:
@@ -235,7 +252,9 @@ class SkipCounter:
 
 
 class AggregateExec(Exec):
-    """count / reduce / aggregate by key through the store's cache; the cache forwards updates."""
+    """count / reduce / aggregate by key through the store's cache; the cache forwards updates. As
+    Kafka's KStreamAggregate: records with a null key or value are dropped, and an update's
+    timestamp is the larger of the record's and the stored aggregate's."""
 
     def __init__(self, name: str, op: Aggregate, table: CachedKeyValue) -> None:
         super().__init__(name)
@@ -252,9 +271,14 @@ class AggregateExec(Exec):
             if key is None or value is None:
                 self.skipped.skip("null key or value")
                 continue
-            current = table.get(key)
+            current = table.load(key)
             try:
-                new = aggregator(key, value, initializer() if current is None else current)
+                if current is None:
+                    new = aggregator(key, value, initializer())
+                else:
+                    new = aggregator(key, value, current[0])
+                    if current[1] > timestamp:
+                        timestamp = current[1]
             except Exception as e:
                 raise UserCodeError(self.name, record, e) from e
             table.put(key, new, timestamp)
@@ -270,9 +294,14 @@ class AggregateExec(Exec):
                 self.skipped.skip("null key or value")
                 continue
             hit = dirty.pop(key, None)
-            current = table.load(key) if hit is None else hit[0]
+            current = table.load(key) if hit is None else hit
             try:
-                new = aggregator(key, value, initializer() if current is None else current)
+                if current is None:
+                    new = aggregator(key, value, initializer())
+                else:
+                    new = aggregator(key, value, current[0])
+                    if current[1] > timestamp:
+                        timestamp = current[1]
             except Exception as e:
                 raise UserCodeError(self.name, record, e) from e
             dirty[key] = (new, timestamp)
@@ -282,8 +311,10 @@ class AggregateExec(Exec):
 
 
 class WindowedAggregateExec(Exec):
-    """Per window of each record, as Kafka's KStreamWindowAggregate: a record is late (dropped) when
-    its window ends at or before the stream time this node observed minus the grace period."""
+    """Per window of each record, as Kafka's KStreamWindowAggregate: records with a null key are
+    dropped (a null value is aggregated: the aggregator decides); a record is late (dropped) when its
+    window ends at or before the stream time this node observed minus the grace period; an update's
+    timestamp is the larger of the record's and the stored aggregate's."""
 
     def __init__(self, name: str, op: Aggregate, spec: TimeWindows, windows: CachedWindows) -> None:
         super().__init__(name)
@@ -296,8 +327,8 @@ class WindowedAggregateExec(Exec):
         size, grace = spec.size_ms, spec.grace_ms
         for record in records:
             key, value, timestamp = record[0], record[1], record[2]
-            if key is None or value is None:
-                self.skipped.skip("null key or value")
+            if key is None:
+                self.skipped.skip("null key")
                 continue
             if timestamp > self.stream_time_ms:
                 self.stream_time_ms = timestamp
@@ -307,12 +338,18 @@ class WindowedAggregateExec(Exec):
                     self.skipped.skip(f"late: window [{start}, {start + size}) closed at stream time "
                                       f"{self.stream_time_ms} with grace {grace} ms")
                     continue
-                current = windows.get(key, start)
+                current = windows.get_timestamped(key, start)
+                updated = timestamp
                 try:
-                    new = aggregator(key, value, initializer() if current is None else current)
+                    if current is None:
+                        new = aggregator(key, value, initializer())
+                    else:
+                        new = aggregator(key, value, current[0])
+                        if current[1] > updated:
+                            updated = current[1]
                 except Exception as e:
                     raise UserCodeError(self.name, record, e) from e
-                windows.put(key, start, new, timestamp)
+                windows.put(key, start, new, updated)
 
 
 class TableSourceExec(Exec):
@@ -342,9 +379,9 @@ class JoinExec(Exec):
         out = []
         for record in records:
             key, value = record[0], record[1]
-            if key is None or value is None:
-                continue  # Kafka's stream-table join drops these too
-            other = table.get(key)
+            if value is None or (key is None and not left):
+                continue  # dropped by Kafka's stream-table join too (a left join keeps a null key: no match)
+            other = None if key is None else table.get(key)
             if other is None and not left:
                 continue
             try:
@@ -355,32 +392,57 @@ class JoinExec(Exec):
         self.forward(out)
 
 
-class _Schedule:
-    """Kafka's PunctuationSchedule on stream time: first due at 0 (so the first record triggers it),
-    then at multiples of the interval; a jump over several fires once."""
+class TaskTime:
+    """The task's stream time, as Kafka's PartitionGroup keeps it: the largest timestamp of the
+    records the task has taken from its inputs, whichever node they reach. `at(i)` is the stream
+    time while the chunk's i-th record (its source index) is processed; the runner fills `times`
+    for each chunk before running it."""
 
-    def __init__(self, interval_ms: int, punctuator: Punctuator) -> None:
-        self.interval_ms, self.punctuator = interval_ms, punctuator
-        self.due_ms = 0
+    def __init__(self, wall_clock: Callable[[], int]) -> None:
+        self.wall_clock = wall_clock
+        self.stream_time_ms = -1  # after the last chunk
+        self.times: list[int] = []  # prefix maxima of the current chunk's timestamps
+
+    def start_chunk(self, timestamps: list[int]) -> None:
+        current, times = self.stream_time_ms, []
+        for ts in timestamps:
+            if ts > current:
+                current = ts
+            times.append(current)
+        self.times = times
+        self.stream_time_ms = current
+
+    def at(self, index: int) -> int:
+        return self.times[index] if 0 <= index < len(self.times) else self.stream_time_ms
+
+
+class _Schedule:
+    """Kafka's PunctuationSchedule: due at `due_ms` (stream time: 0, so the first record triggers it;
+    wall clock: one interval after scheduling), then at the next multiple of the interval past the
+    time that fired it (a jump over several fires once)."""
+
+    def __init__(self, interval_ms: int, punctuator: Punctuator, kind: PunctuationType, due_ms: int) -> None:
+        self.interval_ms, self.punctuator, self.kind, self.due_ms = interval_ms, punctuator, kind, due_ms
         self.cancelled = False
 
     def cancel(self) -> None:
         self.cancelled = True
 
-    def fire_if_due(self, stream_time: int) -> None:
-        if self.cancelled or stream_time < self.due_ms:
-            return
-        missed = (stream_time - self.due_ms) // self.interval_ms
+    def fire_if_due(self, now: int) -> bool:
+        if self.cancelled or now < self.due_ms:
+            return False
+        missed = (now - self.due_ms) // self.interval_ms
         self.due_ms += (missed + 1) * self.interval_ms
-        self.punctuator(stream_time)
+        self.punctuator(now)
+        return True
 
 
 class _Context:
     """What a user processor sees of its node (Kafka's ProcessorContext)."""
 
-    def __init__(self, node: ProcessExec, task: TaskId, stores: dict[str, Any]) -> None:
-        self._node, self._task, self._stores = node, task, stores
-        self.pending: dict[str | None, list[Rec]] = {}
+    def __init__(self, node: ProcessExec, task: TaskId, stores: dict[str, Any], time: TaskTime) -> None:
+        self._node, self._task, self._stores, self._time = node, task, stores, time
+        self.pending: list[tuple[str | None, Rec]] = []  # (child or None for all, record), in order
         self.schedules: list[_Schedule] = []
         self.source_index = -1  # of the input record being processed: stamped on what is forwarded
 
@@ -390,7 +452,11 @@ class _Context:
 
     @property
     def stream_time(self) -> int:
-        return self._node.stream_time_ms
+        return self._time.at(self.source_index)
+
+    @property
+    def wall_clock_time(self) -> int:
+        return self._time.wall_clock()
 
     def forward(self, record: Record | Rec, child: str | None = None) -> None:
         if child is not None and child not in self._node.child_names():
@@ -398,7 +464,7 @@ class _Context:
                            f"its children are {self._node.child_names()}")
         if len(record) < 4 or record[3] < 0:
             record = (record[0], record[1], record[2], self.source_index)
-        self.pending.setdefault(child, []).append(record)
+        self.pending.append((child, record))
 
     def get_state_store(self, name: str) -> Any:
         try:
@@ -407,22 +473,34 @@ class _Context:
             raise KeyError(f"processor {self._node.name} has no store {name!r}; "
                            f"it was given {sorted(self._stores)}") from None
 
-    def schedule(self, interval_ms: int, punctuator: Punctuator) -> _Schedule:
+    def schedule(self, interval_ms: int, punctuator: Punctuator,
+                 punctuation_type: PunctuationType = PunctuationType.STREAM_TIME) -> _Schedule:
         if interval_ms <= 0:
             raise ValueError(f"punctuation interval must be positive, got {interval_ms} ms")
-        schedule = _Schedule(interval_ms, punctuator)
+        wall = punctuation_type is PunctuationType.WALL_CLOCK_TIME
+        schedule = _Schedule(interval_ms, punctuator, punctuation_type,
+                             self._time.wall_clock() + interval_ms if wall else 0)
         self.schedules.append(schedule)
         return schedule
 
 
-class ProcessExec(Exec):
-    """A user processor, record by record; what it forwards goes downstream after each record, and
-    its punctuations run on the stream time of the records it has seen."""
+def _child_of(entry: tuple[str | None, Rec]) -> str | None:
+    return entry[0]
 
-    def __init__(self, name: str, processor: Processor, task: TaskId, stores: dict[str, Any]) -> None:
+
+class ProcessExec(Exec):
+    """A user processor, record by record; what it forwards goes downstream after each record.
+    Stream-time punctuations are checked after every record the task takes in, as Kafka's task
+    does, also those that never reach this node (filtered upstream, or routed elsewhere): they
+    advance the task's stream time all the same."""
+
+    def __init__(self, name: str, processor: Processor, task: TaskId, stores: dict[str, Any],
+                 time: TaskTime) -> None:
         super().__init__(name)
         self.processor = processor
-        self.context = _Context(self, task, stores)
+        self.time = time
+        self.context = _Context(self, task, stores, time)
+        self._checked = -1  # the last source index whose stream time punctuations were checked at
         processor.init(self.context)
 
     def child_names(self) -> list[str]:
@@ -431,31 +509,61 @@ class ProcessExec(Exec):
     def process(self, records: list[Rec]) -> None:
         context, processor = self.context, self.processor
         for record in records:
-            if record[2] > self.stream_time_ms:
-                self.stream_time_ms = record[2]
-            context.source_index = record[3]
+            index = record[3]
+            self._catch_up(index - 1, record)
+            context.source_index = index
             try:
                 processor.process(_as_record(Record, record))
             except Exception as e:
                 raise UserCodeError(self.name, record, e) from e
             self._emit()
-            for schedule in context.schedules:
-                try:
-                    schedule.fire_if_due(self.stream_time_ms)
-                except Exception as e:
-                    raise UserCodeError(self.name, record, e) from e
+            self._catch_up(index, record)
+
+    def end_chunk(self) -> None:
+        """The runner's chunk is done: punctuate at the stream times of its records that came
+        after the last one this node saw; the next chunk's indexes start again at 0."""
+        self._catch_up(len(self.time.times) - 1, None)
+        self._checked = -1
+
+    def punctuate_wall_clock(self, now: int) -> None:
+        """Run the wall-clock punctuations due at `now` (the runner calls it once per batch)."""
+        self._fire(PunctuationType.WALL_CLOCK_TIME, now, None)
+
+    def _catch_up(self, index: int, record: Rec | None) -> None:
+        """Stream-time punctuations at each task record up to `index` not yet checked."""
+        while self._checked < index:
+            self._checked += 1
+            self.context.source_index = self._checked
+            self._fire(PunctuationType.STREAM_TIME, self.time.at(self._checked), record)
+
+    def _fire(self, kind: PunctuationType, now: int, record: Rec | None) -> None:
+        context = self.context
+        for schedule in context.schedules:
+            if schedule.kind is not kind:
+                continue
+            try:
+                fired = schedule.fire_if_due(now)
+            except Exception as e:
+                raise UserCodeError(self.name, record or (None, None, now, context.source_index), e) from e
+            if fired:
                 self._emit()
-            context.schedules = [s for s in context.schedules if not s.cancelled]
+        context.schedules = [s for s in context.schedules if not s.cancelled]
 
     def _emit(self) -> None:
+        """What the processor forwarded, in the order it did: runs forwarded to the same child (or
+        to all) go as one list."""
         pending = self.context.pending
         if not pending:
             return
-        self.context.pending = {}
-        for child_name, batch in pending.items():
+        self.context.pending = []
+        for child_name, run in itertools.groupby(pending, key=_child_of):
+            records = [record for _, record in run]
+            if child_name is None:
+                self.forward(records)
+                continue
             for child in self.children:
-                if child_name is None or child.name == child_name:
-                    child.process(batch)
+                if child.name == child_name:
+                    child.process(records)
 
     def close(self) -> None:
         self.processor.close()

@@ -12,6 +12,7 @@ import enum
 import heapq
 import itertools
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -39,6 +40,7 @@ from streams_rt.tasks.execution.nodes import (
     SinkExec,
     SinkRecord,
     TableSourceExec,
+    TaskTime,
     UserCodeError,
     WindowedAggregateExec,
 )
@@ -86,6 +88,8 @@ class DeserializationFailed(ProcessingFailed):
     """A record that its source's serdes cannot read, under the `fail` handler."""
 
 
+TASK_STREAM_TIME = ""  # the task's stream time among the nodes' in `stream_times`
+
 Send = Callable[[str, list[tuple[bytes | None, bytes | None, int]]], None]  # topic, [(key, value, timestamp)]
 
 
@@ -101,8 +105,11 @@ class SubtopologyRunner:
         *,
         cache_max_bytes: int = 0,
         deserialization_handler: DeserializationHandler = DeserializationHandler.FAIL,
+        wall_clock: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
+        """`wall_clock`: epoch ms for wall-clock punctuations (the TopologyTestDriver's own clock under test)."""
         self.task = task
+        self.time = TaskTime(wall_clock)
         self._send = send
         self._handler = deserialization_handler
         self.cache = TaskCache(cache_max_bytes)
@@ -116,6 +123,10 @@ class SubtopologyRunner:
         self._sources: dict[str, tuple[SourceNode, Exec]] = {}  # full topic name -> source
         for node in subtopology.nodes:
             self._execs[node.name] = self._build(node, application_id)
+        self._processors = [e for e in self._execs.values() if isinstance(e, ProcessExec)]
+        if paths_meet(subtopology):
+            for exec_node in self._execs.values():
+                exec_node.depth_first = True
         for node in subtopology.nodes:
             self._execs[node.name].children = [self._execs[c.name] for c in node.children]
         for node in subtopology.nodes:
@@ -149,7 +160,7 @@ class SubtopologyRunner:
             return JoinExec(node.name, op, self._kv_cache(op.store))
         if isinstance(op, Process):
             typed = {name: self._typed_store(name) for name in op.stores}
-            return ProcessExec(node.name, op.supplier(), self.task, typed)
+            return ProcessExec(node.name, op.supplier(), self.task, typed, self.time)
         raise TypeError(f"{node.name}: no executor for {type(op).__name__}")
 
     def _aggregate(self, name: str, op: Aggregate) -> Exec:
@@ -171,7 +182,7 @@ class SubtopologyRunner:
             store, definition = self._stores[name], self._definitions[name]
             if not isinstance(store, KeyValueStore):
                 raise TypeError(f"store {name} is not a key-value store")
-            cached = CachedKeyValue(store, definition.key_serde, definition.value_serde, self.cache)
+            cached = CachedKeyValue(store, definition.key_serde, definition.stored_value_serde, self.cache)
             self._cached[name] = cached
         assert isinstance(cached, CachedKeyValue)
         return cached
@@ -180,16 +191,16 @@ class SubtopologyRunner:
         store, definition = self._stores[name], self._definitions[name]
         if not isinstance(store, WindowStore):
             raise TypeError(f"store {name} is not a window store")
-        cached = CachedWindows(store, definition.key_serde, definition.value_serde, self.cache)
+        cached = CachedWindows(store, definition.key_serde, definition.stored_value_serde, self.cache)
         self._cached[name] = cached
         return cached
 
     def _typed_store(self, name: str) -> Any:
         store, definition = self._stores[name], self._definitions[name]
         if isinstance(store, WindowStore):
-            return TypedWindowStore(store, definition.key_serde, definition.value_serde)
+            return TypedWindowStore(store, definition.key_serde, definition.stored_value_serde)
         if isinstance(store, KeyValueStore):
-            return TypedKeyValueStore(store, definition.key_serde, definition.value_serde)
+            return TypedKeyValueStore(store, definition.key_serde, definition.stored_value_serde)
         raise TypeError(f"store {name}: unknown kind {type(store).__name__}")
 
     def _send_internal(self, rows: list[SinkRecord]) -> None:
@@ -204,11 +215,25 @@ class SubtopologyRunner:
     def process(self, batch: Mapping[Any, Sequence[Message]]) -> None:
         """Process one batch: the records of each input partition, in offset order."""
         merged = merge_by_timestamp([records for records in batch.values() if records])
+        self.time.start_chunk([ts[1] for ts in map(_timestamp_pair, merged)])
         position = 0
         for topic, run in itertools.groupby(merged, key=_topic):
             records = list(run)
             self._process_run(topic, records, position, merged)
             position += len(records)
+        try:
+            for processor in self._processors:
+                processor.end_chunk()
+        except UserCodeError as e:
+            raise self._failure(e, merged) from e.cause
+
+    def punctuate_wall_clock(self, now_ms: int) -> None:
+        """Run the wall-clock punctuations due at `now_ms` (once per batch, before its flush)."""
+        try:
+            for processor in self._processors:
+                processor.punctuate_wall_clock(now_ms)
+        except UserCodeError as e:
+            raise ProcessingFailed(self.task, "?", -1, -1, f"{e} (in a wall-clock punctuation)") from e.cause
 
     def _process_run(self, topic: str | None, run: list[Message], base: int, merged: list[Message]) -> None:
         source, source_exec = self._sources[topic or ""]
@@ -275,14 +300,19 @@ class SubtopologyRunner:
         self.set_stream_times(self._committed_stream_times)
 
     def stream_times(self) -> dict[str, int]:
-        """Each stream-time-aware node's stream time (nodes that have seen no record left out)."""
-        return {name: node.stream_time_ms for name, node in self._execs.items() if node.stream_time_ms >= 0}
+        """Each stream-time-aware node's stream time (nodes that have seen no record left out), and
+        the task's own under the name "" (no node has an empty name)."""
+        times = {name: node.stream_time_ms for name, node in self._execs.items() if node.stream_time_ms >= 0}
+        if self.time.stream_time_ms >= 0:
+            times[TASK_STREAM_TIME] = self.time.stream_time_ms
+        return times
 
     def set_stream_times(self, times: Mapping[str, int]) -> None:
         """Stream times as a batch record kept them: a task that moved or restarted goes on where it
         was (Kafka Streams commits partition time with the offsets for the same reason)."""
         for name, node in self._execs.items():
             node.stream_time_ms = times.get(name, -1)
+        self.time.stream_time_ms = times.get(TASK_STREAM_TIME, -1)
         self._committed_stream_times = dict(times)
 
     def committed(self, stream_times: Mapping[str, int]) -> None:
@@ -292,6 +322,14 @@ class SubtopologyRunner:
     def close(self) -> None:
         for exec_node in self._execs.values():
             exec_node.close()
+
+
+def paths_meet(subtopology: Subtopology) -> bool:
+    """Whether two paths of the subtopology come together again (a node with several parents, or
+    two sinks writing one topic): there records must run depth-first, one at a time, to reach the
+    meeting point in Kafka's order."""
+    sink_topics = [node.topic for node in subtopology.sinks]
+    return len(set(sink_topics)) < len(sink_topics) or any(len(node.parents) > 1 for node in subtopology.nodes)
 
 
 _STATELESS: dict[type, Callable[[str, Any], Exec]] = {
