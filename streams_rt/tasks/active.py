@@ -24,6 +24,7 @@ from streams_rt.kafka.committed import committed_offsets
 from streams_rt.kafka.watermarks import watermark_offsets
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.state import Mode, StoreSpec, TaskState, WindowSpec
+from streams_rt.state.deferred_gc import collect_if_grown, collector_deferred
 from streams_rt.tasks import batch_record
 from streams_rt.tasks.execution.runner import DeserializationHandler, SubtopologyRunner
 from streams_rt.tasks.faults import Faults
@@ -192,17 +193,20 @@ class ActiveTaskRunner:
         records = consumed_s = processed_s = 0.0
         dropped_before = runner.skipped_deserialization
         try:
-            chunks = reader.read(ranges)
-            while True:
-                mark = time.perf_counter()
-                chunk = next(chunks, None)
-                consumed_s += time.perf_counter() - mark
-                if chunk is None:
-                    break
-                mark = time.perf_counter()
-                runner.process(chunk)
-                processed_s += time.perf_counter() - mark
-                records += sum(len(r) for r in chunk.values())
+            with collector_deferred():  # a chunk's Messages and records would set off collection after collection
+                chunks = reader.read(ranges)
+                while True:
+                    mark = time.perf_counter()
+                    chunk = next(chunks, None)
+                    consumed_s += time.perf_counter() - mark
+                    if chunk is None:
+                        break
+                    mark = time.perf_counter()
+                    runner.process(chunk)
+                    records += sum(len(r) for r in chunk.values())
+                    del chunk
+                    collect_if_grown()
+                    processed_s += time.perf_counter() - mark
             runner.punctuate_wall_clock(int(time.time() * 1000))
             processed = time.perf_counter()
             runner.flush()

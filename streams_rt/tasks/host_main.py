@@ -38,6 +38,7 @@ from streams_rt.config.registry import GROUP_INSTANCE_ID
 from streams_rt.log_levels import apply_log_levels
 from streams_rt.processes import start_time, still_running
 from streams_rt.protocol import LATEST_SUPPORTED_VERSION
+from streams_rt.state.deferred_gc import freeze_startup_objects
 from streams_rt.tasks.host import HostSettings, QueryServer, TaskHost, load_topology
 from streams_rt.tasks.malloc_tuning import bound_malloc_arenas
 from streams_rt.tasks.membership import MemberConfig, MemberState
@@ -132,6 +133,7 @@ def main(argv: list[str] | None = None, query_server: QueryServerFactory | None 
 
     host = TaskHost(settings, topology, layout, query_server=factory, on_restart=restart)
     host.start()
+    freeze_startup_objects()  # modules and the topology: never walked by a collection again
     if config.get("ready_file"):
         ready = {"pid": os.getpid(), "started": start_time(os.getpid()), "endpoint": host.endpoint,
                  "query_endpoint": host.query_endpoint,
