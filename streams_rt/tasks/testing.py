@@ -17,7 +17,7 @@ to Kafka Streams' own TopologyTestDriver's on the reference topologies."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,7 @@ class TopologyTestDriver:
         cache_max_bytes: int = 0,
         deserialization_handler: DeserializationHandler = DeserializationHandler.FAIL,
         default_partitions: int = 1,
+        columnar: bool = True,
     ) -> None:
         """`partitions` gives source topics' partition counts (others: `default_partitions`).
         Caching is off by default, so every update is visible downstream, as Kafka's driver."""
@@ -75,7 +76,7 @@ class TopologyTestDriver:
             self._runners[task] = SubtopologyRunner(
                 topology, sub, task, application_id, stores, self._send,
                 cache_max_bytes=cache_max_bytes, deserialization_handler=deserialization_handler,
-                wall_clock=lambda: self.wall_clock_ms,
+                wall_clock=lambda: self.wall_clock_ms, columnar=columnar,
             )
 
     # -- input -----------------------------------------------------------------------------------
@@ -93,6 +94,16 @@ class TopologyTestDriver:
         """`pipe` for bytes as they would sit in the topic."""
         self._source_of(topic)
         self._append(topic, key, value, self._clock if timestamp is None else timestamp)
+        self.run()
+
+    def pipe_batch(self, topic: str, records: Iterable[tuple[Any, Any, int]]) -> None:
+        """Write several records (key, value, timestamp) to an input topic, with its source's serdes,
+        and process them as one batch, as a host runs a micro-batch (caches flush once, at its end)."""
+        source = self._source_of(topic)
+        keys, values = source.key_serde, source.value_serde
+        assert keys is not None and values is not None
+        for key, value, timestamp in records:
+            self._append(topic, keys.serialize(key), values.serialize(value), timestamp)
         self.run()
 
     def _source_of(self, topic: str) -> SourceNode:
@@ -113,7 +124,7 @@ class TopologyTestDriver:
             self._finish_batch(task, runner)
         self.run()
 
-    def _send(self, topic: str, records: list[tuple[bytes | None, bytes | None, int]]) -> None:
+    def _send(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None, int]]) -> None:
         for key, value, timestamp in records:
             self._append(topic, key, value, timestamp)
 

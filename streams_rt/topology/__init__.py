@@ -1,7 +1,9 @@
 """Topologies: the DSL (StreamsBuilder, KStream, KTable, windowed aggregations, stream-table joins),
-the processor API, serdes, and subtopologies split as Kafka Streams splits them. Pure: no I/O; the
-task hosts run what it describes."""
+column operations that run on whole batches (Words, Split, Field, Value), the processor API, serdes,
+and subtopologies split as Kafka Streams splits them. Pure: no I/O; the task hosts run what it
+describes."""
 
+from streams_rt.topology.columns import Field, Split, Value, Words
 from streams_rt.topology.dsl import (
     BranchedStream,
     KGroupedStream,
@@ -21,6 +23,7 @@ from streams_rt.topology.windows import HoppingWindows, TimeWindows, TumblingWin
 __all__ = [
     "BaseProcessor",
     "BranchedStream",
+    "Field",
     "HoppingWindows",
     "KGroupedStream",
     "KStream",
@@ -32,6 +35,7 @@ __all__ = [
     "Serde",
     "SerdeError",
     "Serdes",
+    "Split",
     "StoreDefinition",
     "Stores",
     "StreamsBuilder",
@@ -42,6 +46,8 @@ __all__ = [
     "TopologyError",
     "TopologyLayout",
     "TumblingWindows",
+    "Value",
     "Windowed",
     "WindowedSerde",
+    "Words",
 ]

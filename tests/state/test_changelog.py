@@ -98,7 +98,9 @@ def test_records_tombstones_and_checkpoint(make_config: Callable[..., StateConfi
     # transaction's commit marker right after it (the commit asks the broker where the partition ends,
     # and a restore from the next offset reads the same).
     marker = 1 if guarantee == "exactly_once_v2" else 0
-    assert records[-1][2] <= last <= records[-1][2] + marker
+    last_record = records[-1][2]
+    assert last is not None and last_record is not None
+    assert last_record <= last <= last_record + marker
 
 
 def test_a_dirty_close_purges_instead_of_flushing() -> None:

@@ -17,10 +17,11 @@ from typing import Any
 
 from streams_rt.state.stores import KeyValueStore, WindowStore
 from streams_rt.state.stores.typed import serialized_key
-from streams_rt.topology import Serde, Windowed
+from streams_rt.topology import Serde, Serdes, Windowed
 from streams_rt.topology.serdes import TimestampedSerde
 
 ENTRY_OVERHEAD_BYTES = 120  # dict slot, tuple, timestamp int
+_NO_SERDE: Serde[Any] = Serdes.bytes()  # a cache with no store reads and writes no bytes
 
 Rec = tuple[Any, Any, int, int]  # as in nodes.py: (key, value, timestamp, source_index)
 Forward = Callable[[list[Rec]], None]
@@ -203,3 +204,26 @@ class CachedWindows(_Cache):
     def _record(self, cache_key: Any, value: Any, timestamp: int) -> Rec:
         key, start = cache_key
         return (Windowed(key, start, start + self.store.window_size_ms), value, timestamp, -1)
+
+
+class PartialsCache(_Cache):
+    """A combiner's cache: partial states per key, with no store behind them (a load finds nothing);
+    a flush forwards them to the repartition topic. With caching off each record's partial goes at once."""
+
+    def __init__(self, task_cache: TaskCache, forward: Forward | None = None) -> None:
+        super().__init__(task_cache, forward, _NO_SERDE)
+
+    def load(self, key: Any) -> tuple[Any, int] | None:
+        return None
+
+    def put(self, key: Any, partial: Any, timestamp: int) -> None:
+        self._put(key, partial, timestamp)
+
+    def _holds(self, cache_key: Any) -> bool:
+        return False
+
+    def _write(self, cache_key: Any, value: Any, timestamp: int) -> None:
+        """Nothing is stored: the partial only travels on."""
+
+    def _record(self, cache_key: Any, value: Any, timestamp: int) -> Rec:
+        return (cache_key, value, timestamp, -1)
