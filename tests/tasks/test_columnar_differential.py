@@ -8,7 +8,7 @@ writes and the final stores must be equal, with caching on and off."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -38,7 +38,8 @@ class Spec:
 def _step(stream: KStream, step: str, columnar: bool) -> KStream:
     if step == "even_length":
         if columnar:
-            return stream.filter(pc.equal(pc.bit_wise_and(pc.utf8_length(pc.field("value")), 1), 0))
+            even = pc.equal(pc.bit_wise_and(pc.utf8_length(pc.field("value")), pc.scalar(1)), pc.scalar(0))
+            return stream.filter(even)
         return stream.filter(lambda k, v: v is not None and len(v) % 2 == 0)
     if step == "words":
         return stream.flat_map_values(Words() if columnar else (lambda v: [] if v is None else v.split()))
@@ -59,8 +60,11 @@ def _step(stream: KStream, step: str, columnar: bool) -> KStream:
 def _lengths(stream: KStream, columnar: bool) -> KStream:
     """Values as their length (int64): what sum, min, max and mean take."""
     if columnar:
-        return stream.map_batches(
-            lambda b: b.set_column(1, "value", pc.utf8_length(b.column("value")).cast(pa.int64())), value_serde=L)
+        def lengths(batch: pa.RecordBatch) -> pa.RecordBatch:
+            values = cast(pa.StringArray, batch.column("value"))
+            return batch.set_column(1, "value", pc.utf8_length(values).cast(pa.int64()))
+
+        return stream.map_batches(lengths, value_serde=L)
     return stream.map_values(lambda v: None if v is None else len(v), value_serde=L)
 
 
