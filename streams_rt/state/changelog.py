@@ -16,6 +16,7 @@ skips all the same.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -129,6 +130,7 @@ class ChangelogWriter:
         self._transactional_id = transactional_id
         self._in_transaction = False
         self._unpolled = 0  # records sent since the last poll
+        self.produce_s = 0.0  # seconds spent handing records to the producer (the batch timings)
         # The broker could not be reached since the transactional producer was made. Such a producer
         # is replaced before its next transaction: librdkafka (2.16) can keep a broker that left the
         # metadata as the group coordinator, and send_offsets_to_transaction then waits for it forever,
@@ -189,6 +191,7 @@ class ChangelogWriter:
         """One changelog record to its partition; `timestamp` 0 means now. The commit learns where
         the partition's records end."""
         self._begin()
+        started = time.perf_counter()
         self._unsettled.add(TopicPartition(topic, partition))
         producer = self._live
         while True:
@@ -203,11 +206,13 @@ class ChangelogWriter:
         if self._unpolled >= DELIVERY_POLL_RECORDS:
             producer.poll(0)
             self._unpolled = 0
+        self.produce_s += time.perf_counter() - started
 
     def send_many(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None, int]]) -> None:
         """Records for one topic (a repartition or output topic), partitioned by key: (key, value,
         timestamp; 0 means now)."""
         self._begin()
+        started = time.perf_counter()
         produce, poll = self._live.produce, self._live.poll
         unpolled = self._unpolled
         for key, value, timestamp in records:
@@ -224,6 +229,7 @@ class ChangelogWriter:
                 poll(0)
                 unpolled = 0
         self._unpolled = unpolled
+        self.produce_s += time.perf_counter() - started
 
     def _produce_failed(self, exc: KafkaException, topic: str, partition: int | None, key: bytes | None,
                         value: bytes | None) -> Exception:

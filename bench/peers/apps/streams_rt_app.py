@@ -147,7 +147,7 @@ class HostTimings:
     tasks, since the previous look), in ms per task batch: what addBatch holds besides Spark's own
     scheduling."""
 
-    FIELDS = ("batches", "records", "consume_s", "process_s", "flush_s", "commit_s")
+    FIELDS = ("batches", "records", "consume_s", "process_s", "flush_s", "produce_s", "commit_s")
 
     def __init__(self, runtime: StreamsRuntime) -> None:
         self._runtime = runtime
