@@ -49,7 +49,7 @@ def kind(pid: int) -> str:
     except OSError:
         return "gone"
     text = b" ".join(argv)
-    if b"streams_rt.tasks.host_main" in text:
+    if b"host_main" in text:
         return "task hosts"
     if b"pyspark.daemon" in text or b"pyspark.worker" in text:
         return "Python workers"

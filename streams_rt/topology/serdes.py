@@ -259,7 +259,7 @@ class JsonSerde(Serde[Any]):
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 pass
             else:
-                if table.num_rows == len(data):
+                if table.num_rows == len(data) and table.num_columns:
                     return pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], table.column_names)
         return super().to_arrow(data)
 

@@ -57,15 +57,16 @@ class Column:
 
     def array(self) -> pa.Array[Any]:
         if self._array is None:
-            if self._raw is not None:
-                assert self._serde is not None
-                self._array = self._serde.to_arrow(self._raw)
-            else:
-                try:
+            try:
+                if self._raw is not None:
+                    assert self._serde is not None
+                    self._array = self._serde.to_arrow(self._raw)
+                else:
                     self._array = pa.array(self.values())
-                except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
-                    sample = ", ".join(repr(v)[:40] for v in self.values()[:3])
-                    raise ColumnTypeError(f"values that are not one Arrow type ({sample}, ...): {e}") from None
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
+                sample = ", ".join(repr(v)[:40] for v in self.values()[:3])
+                raise ColumnTypeError(f"values that are not one Arrow type ({sample}, ...): {e}; a column "
+                                      f"operation needs one (a Python function takes any)") from None
         return self._array
 
     def typed(self, arrow_type: pa.DataType) -> pa.Array[Any]:

@@ -64,28 +64,21 @@ class ExplodeValuesExec(_ColumnExec):
                      chunk.index.take(parents))
 
 
-class FieldValuesExec(_ColumnExec):
-    """map_values(Field(path))."""
+class FieldExec(_ColumnExec):
+    """map_values(Field(path)): the value becomes a field of itself; select_key(Field(path)) or
+    select_key(Value()): the key becomes a field of the value, or the value."""
 
-    def __init__(self, name: str, op: MapValues) -> None:
-        super().__init__(name)
-        assert isinstance(op.mapper, Field)
-        self.field = op.mapper
-
-    def process(self, chunk: Chunk) -> None:
-        self._apply(chunk, lambda c: c.with_value(Column(array=self.field.select(c.value.array()))))
-
-
-class FieldKeyExec(_ColumnExec):
-    """select_key(Field(path)) or select_key(Value()): the key becomes a field of the value, or the value."""
-
-    def __init__(self, name: str, op: SelectKey) -> None:
+    def __init__(self, name: str, op: MapValues | SelectKey) -> None:
         super().__init__(name)
         assert isinstance(op.mapper, (Field, Value))
-        self.field = op.mapper
+        self.field, self.to_key = op.mapper, isinstance(op, SelectKey)
 
     def process(self, chunk: Chunk) -> None:
-        self._apply(chunk, lambda c: c.with_key(Column(array=self.field.select(c.value.array()))))
+        self._apply(chunk, self._selected)
+
+    def _selected(self, chunk: Chunk) -> Chunk:
+        column = Column(array=self.field.select(chunk.value.array()))
+        return chunk.with_key(column) if self.to_key else chunk.with_value(column)
 
 
 class MapBatchesExec(_ColumnExec):

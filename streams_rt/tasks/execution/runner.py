@@ -28,8 +28,7 @@ from streams_rt.tasks.execution.caching import CachedKeyValue, CachedWindows, Pa
 from streams_rt.tasks.execution.chunk import Chunk, Column, Rec
 from streams_rt.tasks.execution.columnar import (
     ExplodeValuesExec,
-    FieldKeyExec,
-    FieldValuesExec,
+    FieldExec,
     FilterExpressionExec,
     MapBatchesExec,
 )
@@ -369,10 +368,8 @@ def _columnar_exec(op: Any) -> Callable[[str, Any], Exec] | None:
         return FilterExpressionExec
     if isinstance(op, FlatMapValues) and isinstance(op.mapper, (Words, Split)):
         return ExplodeValuesExec
-    if isinstance(op, MapValues) and isinstance(op.mapper, Field):
-        return FieldValuesExec
-    if isinstance(op, SelectKey) and isinstance(op.mapper, (Field, Value)):
-        return FieldKeyExec
+    if isinstance(op, (MapValues, SelectKey)) and isinstance(op.mapper, (Field, Value)):
+        return FieldExec
     if isinstance(op, MapBatches):
         return MapBatchesExec
     return None
