@@ -5,7 +5,6 @@ the application run's secret, which the driver hands to the hosts it starts."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,8 +165,9 @@ class Coordinator:
             settings=settings,
         )
         self._http: HttpEndpoint | None = None
-        self._serve = threading.Thread(target=self._server.serve, name="coordinator-flight", daemon=True)
-        self._serve.start()
+        # The Flight server answers from its construction on, on gRPC's threads, until close(). Nothing
+        # calls its `serve()`: pyarrow's ServeWithSignals would shut it down on the process's SIGINT,
+        # and Ctrl-C in the driver must let the query stop cleanly first, with the coordinator still there.
         self._discovery: tuple[Path, CoordinatorFile] | None = None
         try:
             if config.http_enabled:
@@ -320,7 +320,6 @@ class Coordinator:
         if self._http is not None:
             self._http.close()
         self._server.shutdown()
-        self._serve.join(5)
 
 
 def start_coordinator(

@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 
 from streams_rt.coordinator.service import Coordinator, start_coordinator
 from streams_rt.kafka.offsets import end_offsets
+from streams_rt.kafka.reachability import require_broker
 from streams_rt.protocol import TaskId
 from streams_rt.rpc.batches import HostClient
 from streams_rt.rpc.settings import ControlPlaneSettings
@@ -95,6 +96,7 @@ class LocalApplication:
         self.work_dir = work_dir
         work_dir.mkdir(parents=True, exist_ok=True)
         self.topology = load_topology(topology, self.topology_args)
+        require_broker(self.bootstrap)  # BrokerUnreachable, one line, before any client starts logging retries
         self._admin = AdminClient({"bootstrap.servers": self.bootstrap})
         self.partitions = source_partitions(self._admin, self.topology)
         self.layout = self.topology.layout(self.application_id, self.partitions)
@@ -139,9 +141,12 @@ class LocalApplication:
         secret = self.coordinator.secret.environment() if self.coordinator.secret is not None else {}
         env = {**os.environ, **secret, **(env or {}),
                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+        # A process group of its own: Ctrl-C in the driver's terminal is for the driver, which stops
+        # its query first and then its hosts (a host ends with the driver anyway: it watches its pid).
         with open(log_file, "ab") as out:
             proc = subprocess.Popen([sys.executable, "-m", "streams_rt.iq.host_main", "--config", str(config_file)],
-                                    stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(REPO_ROOT))
+                                    stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(REPO_ROOT),
+                                    process_group=0)
         host = self.hosts[name] = HostProcess(name, proc, ready, log_file)
         deadline = time.monotonic() + 60
         while host.endpoint is None:
