@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from streams_rt.kafka.jvm import REPO_ROOT
 
-SPARK_CONF_DIR = REPO_ROOT / "spark-conf"
+SPARK_CONF_DIR = REPO_ROOT / "spark-conf"  # in a checkout; an installed package uses Spark's own defaults
 # Spark's launcher always adds `--add-modules=jdk.incubator.vector`, and the JDK then prints this on
 # every start; it says nothing a user can act on.
 _JVM_NOISE = (b"WARNING: Using incubator modules:",)
@@ -26,10 +26,12 @@ def build_session(master: str, app_name: str, extra: dict[str, str] | None = Non
 
     Spark reads `spark-defaults.conf` and `log4j2.properties` from SPARK_CONF_DIR when it launches the
     JVM, so this has to be set before the first session of the process; an operator's own
-    SPARK_CONF_DIR wins. `extra` wins over the file. PYSPARK_PYTHON is pinned to this interpreter:
+    SPARK_CONF_DIR wins, and an installed package (no checkout's `spark-conf/`) leaves it to Spark.
+    `extra` wins over the file. PYSPARK_PYTHON is pinned to this interpreter:
     Spark's Python workers (executors inherit it) otherwise start whatever `python3` is on PATH,
     which may lack pyarrow."""
-    os.environ.setdefault("SPARK_CONF_DIR", str(SPARK_CONF_DIR))
+    if SPARK_CONF_DIR.is_dir():
+        os.environ.setdefault("SPARK_CONF_DIR", str(SPARK_CONF_DIR))
     os.environ["PYSPARK_PYTHON"] = sys.executable
     conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list((extra or {}).items()))
     _launch_jvm_apart(conf)
