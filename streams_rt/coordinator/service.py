@@ -338,7 +338,7 @@ def start_coordinator(
     ConfigError or ConfigErrors, naming every bad or unknown key, before anything starts. `codec`
     fixes the latest user data version (default: ours, 11). Hand `coordinator.secret.environment()`
     to the hosts you start. `STREAMS_RT_LOG_LEVEL` sets the driver's streams_rt log levels
-    (coordinator/log_levels.py; ValueError when it is malformed)."""
+    (streams_rt/log_levels.py; ValueError when it is malformed)."""
     apply_log_levels()
     config = props if isinstance(props, StreamsConfig) else resolve(props)
     planner = StreamsRoundPlanner(
