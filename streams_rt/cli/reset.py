@@ -54,7 +54,7 @@ def reset(application_id: str, bootstrap: str, state_dirs: tuple[Path, ...], dry
             continue
         raise click.ClickException(f"application {application_id!r} is running (its coordinator is pid "
                                    f"{running.pid} at {running.address}): stop it before resetting it")
-    require_broker(bootstrap)  # one line (BrokerUnreachable) rather than librdkafka's reconnect log
+    require_broker(bootstrap)  # one line (KafkaUnreachable) rather than librdkafka's reconnect log
     admin = AdminClient({"bootstrap.servers": bootstrap, **quiet_client_config()})
     try:
         topics = internal_topics(set(admin.list_topics(timeout=TIMEOUT_S).topics), application_id)

@@ -15,8 +15,9 @@ from streams_rt.kafka.broker_files import BrokerError
 REACH_TIMEOUT_S = 15.0
 
 
-class BrokerUnreachable(BrokerError):
-    """No broker of `bootstrap.servers` answered a metadata request in time; the message says why."""
+class KafkaUnreachable(BrokerError):
+    """No broker of `bootstrap.servers` answered a metadata request in time; the message says why. (Not
+    kafka.offsets.BrokerUnreachable, which a running application retries: this one stops a start.)"""
 
 
 def _silent_logger() -> logging.Logger:
@@ -58,8 +59,8 @@ def unanswered(bootstrap: str, timeout_s: float) -> str | None:
 
 
 def require_broker(bootstrap: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
-    """Raise BrokerUnreachable, one line, when no broker of `bootstrap` answers within `timeout_s`."""
+    """Raise KafkaUnreachable, one line, when no broker of `bootstrap` answers within `timeout_s`."""
     reason = unanswered(bootstrap, timeout_s)
     if reason is not None:
-        raise BrokerUnreachable(f"cannot reach Kafka at {bootstrap} (bootstrap.servers) within {timeout_s:.0f} s: "
+        raise KafkaUnreachable(f"cannot reach Kafka at {bootstrap} (bootstrap.servers) within {timeout_s:.0f} s: "
                                 f"{reason}; is the broker running? (`streams-rt dev-broker status` for the dev broker)")

@@ -94,7 +94,7 @@ class LocalApplication:
         self.work_dir = work_dir
         work_dir.mkdir(parents=True, exist_ok=True)
         self.topology = load_topology(topology, self.topology_args)
-        require_broker(self.bootstrap)  # BrokerUnreachable, one line, before any client starts logging retries
+        require_broker(self.bootstrap)  # KafkaUnreachable, one line, before any client starts logging retries
         self._admin = AdminClient({"bootstrap.servers": self.bootstrap})
         self.partitions = source_partitions(self._admin, self.topology)
         self.layout = self.topology.layout(self.application_id, self.partitions)

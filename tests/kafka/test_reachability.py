@@ -7,14 +7,14 @@ import logging
 
 import pytest
 
-from streams_rt.kafka.reachability import BrokerUnreachable, require_broker, unanswered
+from streams_rt.kafka.reachability import KafkaUnreachable, require_broker, unanswered
 from tests.kafka.helpers import free_port
 
 
 def test_a_refused_connection_is_one_line_with_its_reason(caplog: pytest.LogCaptureFixture,
                                                           capfd: pytest.CaptureFixture[str]) -> None:
     bootstrap = f"127.0.0.1:{free_port()}"
-    with caplog.at_level(logging.DEBUG), pytest.raises(BrokerUnreachable) as raised:
+    with caplog.at_level(logging.DEBUG), pytest.raises(KafkaUnreachable) as raised:
         require_broker(bootstrap, timeout_s=2)
     message = str(raised.value)
     assert "\n" not in message
