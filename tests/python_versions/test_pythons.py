@@ -42,6 +42,7 @@ def test_the_classifiers_name_the_supported_range() -> None:
     assert len(SUPPORTED) >= 2
 
 
+@pytest.mark.timeout(2400)  # an install, the pure tests and an application: past the suite's 600 s on a busy machine
 @pytest.mark.parametrize("version", [SUPPORTED[0], SUPPORTED[-1]], ids=["oldest", "newest"])
 def test_pure_tests_and_an_application_run_on(version: str, kafka_broker: BrokerInfo) -> None:
     python = interpreter(version)
