@@ -60,10 +60,12 @@ def main(argv: list[str] | None = None, spark: Any = None, keep_inputs: bool = F
         inputs={"text-lines": 4}, outputs={"word-counts": 4}, sample=sample, summary=summary,
         properties={"num.standby.replicas": 1, "local.task.hosts": 2},
         topology_args=lambda topic: {"lines": topic("text-lines"), "counts": topic("word-counts")},
-        store="word-counts",
+        store="word-counts", sample_key="stream",
     )
     return run(example, arguments(__doc__.splitlines()[0], argv), spark, keep_inputs)
 
 
 if __name__ == "__main__":
-    main()
+    from examples.runner import script
+
+    script(main)
