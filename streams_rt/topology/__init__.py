@@ -1,8 +1,10 @@
-"""Topologies: the DSL (StreamsBuilder, KStream, KTable, windowed aggregations, stream-table joins),
+"""Topologies: the DSL (StreamsBuilder, KStream, KTable, windowed aggregations, joins, cogroups),
 column operations that run on whole batches (Words, Split, Field, Value), the processor API, serdes,
 and subtopologies split as Kafka Streams splits them. Pure: no I/O; the task hosts run what it
 describes."""
 
+from streams_rt.topology.changes import Change
+from streams_rt.topology.cogroup import CogroupedKStream, TimeWindowedCogroupedKStream
 from streams_rt.topology.columns import Field, Split, Value, Words
 from streams_rt.topology.dsl import (
     BranchedStream,
@@ -13,6 +15,7 @@ from streams_rt.topology.dsl import (
     TimeWindowedStream,
 )
 from streams_rt.topology.errors import TopologyError
+from streams_rt.topology.ktable import KGroupedTable
 from streams_rt.topology.processor import BaseProcessor, Processor, ProcessorContext, PunctuationType
 from streams_rt.topology.record import Record, Windowed
 from streams_rt.topology.serdes import Serde, SerdeError, Serdes
@@ -23,9 +26,12 @@ from streams_rt.topology.windows import HoppingWindows, TimeWindows, TumblingWin
 __all__ = [
     "BaseProcessor",
     "BranchedStream",
+    "Change",
+    "CogroupedKStream",
     "Field",
     "HoppingWindows",
     "KGroupedStream",
+    "KGroupedTable",
     "KStream",
     "KTable",
     "Processor",
@@ -40,6 +46,7 @@ __all__ = [
     "Stores",
     "StreamsBuilder",
     "Subtopology",
+    "TimeWindowedCogroupedKStream",
     "TimeWindowedStream",
     "TimeWindows",
     "Topology",

@@ -13,9 +13,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streams_rt.topology.aggregators import Builtin
+from streams_rt.topology.cogroup import CogroupedKStream
 from streams_rt.topology.columns import Field, MapBatches, Split, Value, Words
 from streams_rt.topology.errors import TopologyError
+from streams_rt.topology.ktable import KTableOperations, SourceOrigin, StoreOrigin, TableOrigin
 from streams_rt.topology.nodes import (
+    REDUCE_START,
     Aggregate,
     Branch,
     Filter,
@@ -38,6 +41,7 @@ from streams_rt.topology.nodes import (
 from streams_rt.topology.processor import ProcessorSupplier
 from streams_rt.topology.serdes import Serde, Serdes
 from streams_rt.topology.stores import StoreDefinition, check_name
+from streams_rt.topology.table_ops import ToStream, getter_stores
 from streams_rt.topology.topology import Topology
 from streams_rt.topology.windows import TimeWindows, WindowedSerde
 
@@ -64,14 +68,20 @@ class StreamsBuilder:
 
     def table(self, topic: str, key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None,
               store: str | None = None, in_memory: bool = False) -> KTable:
-        """The topic as a table: the latest value per key, materialized in a queryable store."""
+        """The topic as a table: the latest value per key. Named `store`: materialized in that
+        queryable store. Unnamed: materialized (as `<topic>-STATE-STORE-<n>`) only once an operator
+        needs its values (a join, a grouping, a filter asked for old values), as Kafka's."""
         check_name(topic, "topic")
         keys, values = key_serde or Serdes.bytes(), value_serde or Serdes.bytes()
-        source = self._add(SourceNode(self._name("KTABLE-SOURCE"), topics=(topic,), key_serde=keys, value_serde=values))
-        store_name = store or f"{topic}-STATE-STORE-{self._counter:010d}"
-        self.add_state_store(StoreDefinition(store_name, keys, values, in_memory=in_memory, timestamped=True))
-        node = self._processor(source, "KTABLE-SOURCE-PROCESSOR", TableSource(store_name), (store_name,))
-        return KTable(self, node, store_name, keys, values)
+        store_name = store or f"{topic}-{self._name('STATE-STORE')}"
+        source = self._add(SourceNode(self._name("KSTREAM-SOURCE"), topics=(topic,), key_serde=keys,
+                                      value_serde=values))
+        node = self._processor(source, "KTABLE-SOURCE", TableSource(None))
+        definition = StoreDefinition(store_name, keys, values, in_memory=in_memory, timestamped=True)
+        origin = SourceOrigin(self, node, definition)
+        if store is not None:
+            origin.materialize()
+        return KTable(self, node, origin.queryable, keys, values, origin)
 
     def add_state_store(self, store: StoreDefinition) -> None:
         if store.name in self._stores and self._stores[store.name] != store:
@@ -87,25 +97,35 @@ class StreamsBuilder:
         self._counter += 1
         return name
 
+    def _name_or(self, name: str | None, prefix: str) -> str:
+        """`name`, or a generated one; the index is used up either way, as Kafka's NamedInternal does,
+        so every later generated name (stores and internal topics too) is the one Kafka gives it."""
+        generated = self._name(prefix)
+        return name or generated
+
     def _add(self, node: Node) -> Node:
         self._nodes.append(node)
         return node
 
     def _processor(self, parent: Node | list[Node], prefix: str, operation: Operation,
                    stores: tuple[str, ...] = (), name: str | None = None) -> ProcessorNode:
-        node = ProcessorNode(name or self._name(prefix), operation=operation, stores=stores)
+        node = ProcessorNode(self._name_or(name, prefix) if prefix else name or "", operation=operation, stores=stores)
         for p in parent if isinstance(parent, list) else [parent]:
             p.add_child(node)
         self._add(node)
         return node
 
-    def _repartition(self, parent: Node, topic_name: str, keys: Serde[Any], values: Serde[Any]) -> SourceNode:
+    def _repartition(self, parent: Node, topic_name: str, keys: Serde[Any], values: Serde[Any],
+                     stream: bool = True) -> SourceNode:
         """Sink into the internal topic `<application.id>-<topic_name>`, and a source reading it:
-        the boundary between two subtopologies."""
+        the boundary between two subtopologies. A stream's repartition uses up one more index
+        between the two (Kafka's pass-through filter before the sink, not a node here)."""
         check_name(topic_name, "repartition topic")
         sink = SinkNode(self._name("KSTREAM-SINK"), topic=topic_name, key_serde=keys, value_serde=values, internal=True)
         parent.add_child(sink)
         self._add(sink)
+        if stream:
+            self._name("KSTREAM-FILTER")
         source = SourceNode(self._name("KSTREAM-SOURCE"), topics=(topic_name,), key_serde=keys, value_serde=values,
                             internal=True)
         self._add(source)
@@ -189,7 +209,7 @@ class KStream:
            name: str | None = None) -> None:
         """Write to `topic`; these records are also the topology's output rows."""
         check_name(topic, "topic")
-        sink = SinkNode(name or self._b._name("KSTREAM-SINK"), topic=topic, key_serde=key_serde or self.key_serde,
+        sink = SinkNode(self._b._name_or(name, "KSTREAM-SINK"), topic=topic, key_serde=key_serde or self.key_serde,
                         value_serde=value_serde or self.value_serde)
         self.node.add_child(sink)
         self._b._add(sink)
@@ -236,8 +256,9 @@ class KStream:
         if self.key_changed:
             raise TopologyError(name or "join", "the stream's key may have changed since its source: call "
                                                 "repartition(name) before joining it with a table")
-        joined = self._next("KSTREAM-JOIN", Join(table.store, joiner, left), value_serde=value_serde,
-                            stores=(table.store,), name=name)
+        getter = table._origin.getter()
+        joined = self._next("KSTREAM-JOIN", Join(getter, joiner, left), value_serde=value_serde,
+                            stores=getter_stores(getter), name=name)
         self._b._copartitioned.append(frozenset({*_source_names(self.node), *_source_names(table.node)}))
         return joined
 
@@ -354,8 +375,7 @@ class KGroupedStream:
 
     def reduce(self, reducer: Callable[[Any, Any], Any], store: str | None = None, in_memory: bool = False) -> KTable:
         """reducer(aggregate, value); the first value of a key is its first aggregate."""
-        return self.aggregate(lambda: _FIRST, lambda key, value, agg: value if agg is _FIRST else reducer(agg, value),
-                              store, self.value_serde, in_memory)
+        return self.aggregate(lambda: REDUCE_START, _reducing(reducer), store, self.value_serde, in_memory)
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   store: str | None = None, value_serde: Serde[Any] | None = None, in_memory: bool = False) -> KTable:
@@ -374,15 +394,26 @@ class KGroupedStream:
     def windowed_by(self, windows: TimeWindows) -> TimeWindowedStream:
         return TimeWindowedStream(self, windows)
 
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Start a cogroup (KIP-150): this stream's records folded in by aggregator(key, value,
+        aggregate); add other grouped streams with `.cogroup(grouped, aggregator)`, then `.aggregate`."""
+        return CogroupedKStream(self, aggregator)
 
-_FIRST = object()  # reduce's "no aggregate yet"
+
+
+
+def _reducing(reducer: Callable[[Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+    """A reduce as an aggregator: the first value of a key is its first aggregate."""
+    return lambda key, value, agg: value if agg is REDUCE_START else reducer(agg, value)
 
 
 def _builtin_functions(builtin: Builtin, partials_in: bool) -> tuple[Callable[[], Any], Callable[[Any, Any, Any], Any]]:
     """A built-in aggregator's record-by-record form: (initializer, aggregator)."""
+    # A count starts from 0, as Kafka's (whose aggregation forwards that start as the old value).
+    start = 0 if builtin is Builtin.COUNT else None
     if partials_in:
-        return (lambda: None), (lambda key, partial, state: builtin.merge(state, partial))
-    return (lambda: None), (lambda key, value, state: builtin.step(state, value))
+        return (lambda: start), (lambda key, partial, state: builtin.merge(state, partial))
+    return (lambda: start), (lambda key, value, state: builtin.step(state, value))
 
 
 def _combiner(builtin: Builtin) -> Aggregate:
@@ -420,8 +451,8 @@ class TimeWindowedStream:
 
     def reduce(self, reducer: Callable[[Any, Any], Any], store: str | None = None, retention_ms: int | None = None,
                in_memory: bool = False) -> KTable:
-        return self.aggregate(lambda: _FIRST, lambda key, value, agg: value if agg is _FIRST else reducer(agg, value),
-                              store, self._grouped.value_serde, retention_ms, in_memory)
+        return self.aggregate(lambda: REDUCE_START, _reducing(reducer), store, self._grouped.value_serde,
+                              retention_ms, in_memory)
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   store: str | None = None, value_serde: Serde[Any] | None = None, retention_ms: int | None = None,
@@ -447,15 +478,19 @@ class TimeWindowedStream:
         return KTable(b, node, name, WindowedSerde(g.key_serde, w.size_ms), values)
 
 
-class KTable:
-    """A changelog stream: the latest value per key, kept in `store` (queryable)."""
+class KTable(KTableOperations):
+    """A changelog stream: the latest value per key. `store` names the queryable store that holds it
+    (None: not materialized). Its table operators (filter, map_values, joins, group_by) are in
+    `ktable.py`."""
 
-    def __init__(self, builder: StreamsBuilder, node: Node, store: str, key_serde: Serde[Any],
-                 value_serde: Serde[Any]) -> None:
+    def __init__(self, builder: StreamsBuilder, node: Node, store: str | None, key_serde: Serde[Any],
+                 value_serde: Serde[Any], origin: TableOrigin | None = None) -> None:
         self._b, self.node, self.store = builder, node, store
         self.key_serde, self.value_serde = key_serde, value_serde
+        assert isinstance(node, ProcessorNode) and (origin is not None or store is not None)
+        self._origin: TableOrigin = origin or StoreOrigin(node, store or "")
 
     def to_stream(self, name: str | None = None) -> KStream:
-        """Every update of the table as a record (key, new value)."""
-        node = self._b._processor(self.node, "KTABLE-TOSTREAM", Passthrough(), name=name)
+        """Every update of the table as a record (key, new value; a delete as a tombstone)."""
+        node = self._b._processor(self.node, "KTABLE-TOSTREAM", ToStream(), name=name)
         return KStream(self._b, node, self.key_serde, self.value_serde)

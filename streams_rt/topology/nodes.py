@@ -13,6 +13,7 @@ from streams_rt.topology.aggregators import Builtin
 from streams_rt.topology.columns import Field, MapBatches, Split, Value, Words
 from streams_rt.topology.processor import ProcessorSupplier
 from streams_rt.topology.serdes import Serde
+from streams_rt.topology.table_ops import Getter, TableOperation
 from streams_rt.topology.windows import TimeWindows
 
 
@@ -99,6 +100,9 @@ class Passthrough:
     """Forwards every record unchanged (merge, to_stream, naming points)."""
 
 
+REDUCE_START = object()  # a reduce's initializer's value: "no aggregate yet" (its old value is None)
+
+
 @dataclass(frozen=True)
 class Aggregate:
     """count / reduce / aggregate into `store`, per key or per (key, window). `initializer()` is
@@ -117,19 +121,22 @@ class Aggregate:
 
 @dataclass(frozen=True)
 class TableSource:
-    """Materializes a topic as a table in `store`: the latest value per key (None deletes)."""
+    """A table from a topic (Kafka's KTableSource): the latest value per key (None deletes), kept in
+    `store` when materialized (None: not, until an operator needs its values)."""
 
-    store: str
+    store: str | None
 
 
 @dataclass(frozen=True)
 class Join:
-    """Stream-table join: each stream record is joined with the table's current value for its key;
-    inner drops records without one, left joins them with None."""
+    """Stream-table join: each stream record is joined with the table's current value for its key
+    (read through `table`, a value getter); inner drops records without one, left joins them with
+    None. `key_mapper(key, value)`: the table key to look up (a global table's join), else the key."""
 
-    store: str
+    table: Getter
     joiner: Callable[[Any, Any], Any]
     left: bool
+    key_mapper: Callable[[Any, Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -142,7 +149,7 @@ class Process:
 
 Operation = (
     Filter | Map | MapValues | FlatMap | FlatMapValues | SelectKey | Peek | Branch | Passthrough | Aggregate
-    | TableSource | Join | Process | MapBatches
+    | TableSource | Join | Process | MapBatches | TableOperation
 )
 
 
@@ -150,4 +157,7 @@ Operation = (
 class ProcessorNode(Node):
     operation: Operation | None = None
     stores: tuple[str, ...] = ()
+    # A table operator's updates carry old values (Kafka's sendOldValues): set while the topology is
+    # built, when a downstream operator needs them.
+    send_old_values: bool = False
 

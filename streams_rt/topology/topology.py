@@ -158,8 +158,12 @@ class Topology:
         counts: dict[str, int] = {t: partitions[t] for t in self.external_source_topics()}
         written_by = {s.topic: self.subtopology_of(s.name) for s in self.nodes
                       if isinstance(s, SinkNode) and s.internal}
+        forced = self._copartitioned_counts(counts)
         for _ in range(len(self.subtopologies) + 1):  # repartition chains resolve upstream first
             for topic, writer in written_by.items():
+                if topic in forced:
+                    counts[topic] = forced[topic]
+                    continue
                 upstream = [counts.get(t) for s in writer.sources for t in s.topics]
                 if all(c is not None for c in upstream):
                     counts[topic] = max(c for c in upstream if c is not None)
@@ -192,6 +196,19 @@ class Topology:
                 frozenset(self.subtopology_of(name).id for name in group) for group in self._copartitioned
             ),
         )
+
+    def _copartitioned_counts(self, counts: Mapping[str, int]) -> dict[str, int]:
+        """Internal topics co-partitioned with source topics get their partition count, as Kafka's
+        CopartitionedTopicsEnforcer gives them (a foreign-key join's subscription topic has the
+        right table's; its response topic the left table's)."""
+        forced: dict[str, int] = {}
+        for group in self._copartitioned:
+            sources = [n for n in self.nodes if n.name in group and isinstance(n, SourceNode)]
+            external = {counts[t] for n in sources if not n.internal for t in n.topics if t in counts}
+            if len(external) == 1:
+                count = external.pop()
+                forced.update({t: count for n in sources if n.internal for t in n.topics})
+        return forced
 
     # -- description -----------------------------------------------------------------------
     def describe(self) -> str:

@@ -10,10 +10,13 @@ from typing import Any
 
 from streams_rt.kafka.jvm import REPO_ROOT
 from streams_rt.tasks.testing import TopologyTestDriver
+from streams_rt.topology.subscriptions import Subscription
 from tests.kstreams_oracle.topologies import REFERENCES
 from tests.protocol.harness import JavaHarnessError, KafkaJava
 
 JAVA_SOURCE = Path(__file__).with_name("java") / "KStreamsOracle.java"
+# The reference topologies of each operator family, in files of their own beside it.
+JAVA_REFERENCES = sorted(p for p in JAVA_SOURCE.parent.glob("*.java") if p != JAVA_SOURCE)
 BUILD_DIR = REPO_ROOT / "build" / "kstreams-oracle"
 
 # ("record", topic, key, value, timestamp) or ("advance", milliseconds of wall-clock time)
@@ -33,7 +36,7 @@ class KafkaStreamsOracle:
     """Kafka Streams' own TopologyTestDriver behind a JSON-lines JVM."""
 
     def __init__(self) -> None:
-        self._java = KafkaJava(JAVA_SOURCE, BUILD_DIR)
+        self._java = KafkaJava(JAVA_SOURCE, BUILD_DIR, JAVA_REFERENCES)
 
     def topologies(self) -> list[str]:
         return list(self._java.ok("topologies")["names"])
@@ -65,7 +68,18 @@ def run_ours(topology: str, events: list[Event], caching: bool = False) -> Resul
                 driver.advance_wall_clock_time(event[1])
         outputs = {topic: [(r.key, r.value, r.timestamp) for r in driver.read_output_records(topic)]
                    for topic in reference.outputs}
-        stores = {name: sorted(driver.store_rows(name)) for name in driver.topology.stores}
+        stores = {name: sorted(tuple(map(_comparable, row)) for row in driver.store_rows(name))
+                  for name in driver.topology.stores}
         return Result(outputs, stores)
     finally:
         driver.close()
+
+
+def _comparable(value: Any) -> Any:
+    """A store row's part as the Java side writes it in JSON: a foreign-key join's subscription as
+    [instruction, hash in hex, primary partition], its (foreign key, primary key) as a list."""
+    if isinstance(value, Subscription):
+        return [value.instruction.name, None if value.hash is None else value.hash.hex(), value.primary_partition]
+    if isinstance(value, tuple):
+        return [_comparable(v) for v in value]
+    return value

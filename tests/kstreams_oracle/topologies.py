@@ -6,8 +6,6 @@ User functions mirror their Java twins exactly, nulls included (`None` where Jav
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from streams_rt.topology import (
@@ -21,6 +19,8 @@ from streams_rt.topology import (
     Topology,
 )
 from streams_rt.topology.windows import HoppingWindows, TumblingWindows
+from tests.kstreams_oracle.reference import Reference, strings
+from tests.kstreams_oracle.table_topologies import TABLE_REFERENCES
 
 S, L = Serdes.string(), Serdes.int64()
 
@@ -30,17 +30,8 @@ def j(text: str | None) -> str:
     return "null" if text is None else text
 
 
-@dataclass(frozen=True)
-class Reference:
-    """A topology and the serdes of the topics scenarios write (inputs) and read (outputs)."""
-
-    build: Callable[[], Topology]
-    inputs: dict[str, tuple[Serde[Any], Serde[Any]]]
-    outputs: dict[str, tuple[Serde[Any], Serde[Any]]]
-
-
 def _strings(*topics: str) -> dict[str, tuple[Serde[Any], Serde[Any]]]:
-    return {topic: (S, S) for topic in topics}
+    return strings(*topics)
 
 
 def _stateless() -> Topology:
@@ -218,4 +209,5 @@ REFERENCES: dict[str, Reference] = {
     "repartition_count": Reference(_repartition_count, _strings("input"), {"out": (S, L)}),
     "processor": Reference(_processor, _strings("input"), _strings("out")),
     "processor_routing": Reference(_processor_routing, _strings("input"), _strings("out-evens", "out-odds")),
+    **TABLE_REFERENCES,
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,9 @@ class KafkaJava:
     """A running Java harness (ProtocolHarness unless told another source, whose class has the file's
     name); `call` sends one request and returns its decoded answer."""
 
-    def __init__(self, source: Path = JAVA_SOURCE, build_dir: Path = BUILD_DIR) -> None:
-        classpath = compile_java([source, JSON_LINES], build_dir)
+    def __init__(self, source: Path = JAVA_SOURCE, build_dir: Path = BUILD_DIR,
+                 extra_sources: Sequence[Path] = ()) -> None:
+        classpath = compile_java([source, JSON_LINES, *extra_sources], build_dir)
         self._stderr = tempfile.TemporaryFile(mode="w+")
         self._proc = subprocess.Popen(
             [find_java(), "-Xss8m", "-cp", classpath, source.stem],

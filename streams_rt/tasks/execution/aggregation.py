@@ -20,7 +20,7 @@ from streams_rt.tasks.execution.base import Exec, SkipCounter, UserCodeError
 from streams_rt.tasks.execution.caching import CachedKeyValue, CachedWindows, PartialsCache
 from streams_rt.tasks.execution.chunk import Chunk
 from streams_rt.topology.aggregators import Builtin
-from streams_rt.topology.nodes import Aggregate
+from streams_rt.topology.nodes import REDUCE_START, Aggregate
 from streams_rt.topology.windows import TimeWindows
 
 _K, _W, _T, _I = "__key", "__window", "__timestamp", "__index"
@@ -69,15 +69,15 @@ class AggregateExec(Exec):
                 continue
             current = table.load(key)
             try:
-                if current is None:
-                    new = aggregator(key, value, initializer())
-                else:
-                    new = aggregator(key, value, current[0])
-                    if current[1] > timestamp:
-                        timestamp = current[1]
+                # As Kafka's KStreamAggregate, the old value a new key's update carries is the
+                # initializer's (a reduce's: none).
+                old = initializer() if current is None else current[0]
+                new = aggregator(key, value, old)
+                if current is not None and current[1] > timestamp:
+                    timestamp = current[1]
             except Exception as e:
                 raise UserCodeError(self.name, record, e) from e
-            table.put(key, new, timestamp)
+            table.put(key, new, timestamp, None if old is REDUCE_START else old, old_known=True)
 
     def _into_cache(self, records: list[Any]) -> None:
         """The same with the cache's dict in hand: the hot loop of every aggregation (a key's
@@ -188,15 +188,13 @@ class WindowedAggregateExec(Exec):
                 current = windows.get_timestamped(key, start)
                 updated = timestamp
                 try:
-                    if current is None:
-                        new = aggregator(key, value, initializer())
-                    else:
-                        new = aggregator(key, value, current[0])
-                        if current[1] > updated:
-                            updated = current[1]
+                    old = initializer() if current is None else current[0]
+                    new = aggregator(key, value, old)
+                    if current is not None and current[1] > updated:
+                        updated = current[1]
                 except Exception as e:
                     raise UserCodeError(self.name, record, e) from e
-                windows.put(key, start, new, updated)
+                windows.put(key, start, new, updated, None if old is REDUCE_START else old, old_known=True)
 
     def _per_window(self, chunk: Chunk) -> None:
         """A built-in aggregator over the whole chunk: each record's windows, the late ones dropped

@@ -17,7 +17,7 @@ from typing import Any
 
 from streams_rt.state.stores import KeyValueStore, WindowStore
 from streams_rt.state.stores.typed import serialized_key
-from streams_rt.topology import Serde, Serdes, Windowed
+from streams_rt.topology import Change, Serde, Serdes, Windowed
 from streams_rt.topology.serdes import TimestampedSerde
 
 ENTRY_OVERHEAD_BYTES = 120  # dict slot, tuple, timestamp int
@@ -66,6 +66,10 @@ class _Cache:
     def __init__(self, task_cache: TaskCache, forward: Forward | None, values: Serde[Any]) -> None:
         self._task = task_cache
         self._forward = forward
+        # A table's store forwards Change(new, old) values; the old one (the store's, before the
+        # write) only where a downstream operator asked for old values (Kafka's sendOldValues).
+        self._changes = False
+        self._send_old_values = False
         self.dirty: dict[Any, tuple[Any, int]] = {}
         self.values = values
         self._timestamped = values if isinstance(values, TimestampedSerde) else None
@@ -93,15 +97,25 @@ class _Cache:
         which may flush every cache (then `dirty` is a new dict)."""
         self._task.grew(ENTRY_OVERHEAD_BYTES + sys.getsizeof(cache_key) + sys.getsizeof(value))
 
-    def forward_to(self, forward: Forward) -> None:
-        """Where flushed entries go (the node that writes the store forwards its updates)."""
+    def forward_to(self, forward: Forward, changes: bool = False, send_old_values: bool = False) -> None:
+        """Where flushed entries go (the node that writes the store forwards its updates); `changes`:
+        as Change(new, old) values, the old ones only if `send_old_values`."""
         self._forward = forward
+        self._changes, self._send_old_values = changes, send_old_values
 
-    def _put(self, cache_key: Any, value: Any, timestamp: int) -> None:
+    def _put(self, cache_key: Any, value: Any, timestamp: int, old: Any = None, old_known: bool = False) -> None:
+        """`old` (with `old_known`): the old value the writer forwards when caching is off (a join's
+        merger passes its upstream's); else the store's, read before the write."""
         if not self._task.enabled:
+            if self._forward is None:
+                self._write(cache_key, value, timestamp)
+                return
+            if not self._send_old_values:
+                old = None
+            elif not old_known:
+                old = self._old_value(cache_key)
             self._write(cache_key, value, timestamp)
-            if self._forward is not None:
-                self._forward([self._record(cache_key, value, timestamp)])
+            self._forward([self._forwarded(cache_key, value, timestamp, old)])
             return
         dirty = self.dirty
         if cache_key in dirty:
@@ -120,10 +134,20 @@ class _Cache:
             # As Kafka's caching stores: a delete of what the store does not hold is neither written
             # nor forwarded (a window store's retention then does not move on for it either).
             entries = {k: e for k, e in entries.items() if e[0] is not None or self._holds(k)}
+        olds = {k: self._old_value(k) for k in entries} if self._changes and self._send_old_values else {}
         for cache_key, (value, timestamp) in entries.items():
             self._write(cache_key, value, timestamp)
         if self._forward is not None:
-            self._forward([self._record(k, v, ts) for k, (v, ts) in entries.items()])
+            self._forward([self._forwarded(k, v, ts, olds.get(k)) for k, (v, ts) in entries.items()])
+
+    def _forwarded(self, cache_key: Any, value: Any, timestamp: int, old: Any) -> Rec:
+        if self._changes:
+            return self._record(cache_key, Change(value, old), timestamp)
+        return self._record(cache_key, value, timestamp)
+
+    def _old_value(self, cache_key: Any) -> Any:
+        """The store's value for the key (before a write), without its timestamp."""
+        raise NotImplementedError
 
     def _holds(self, cache_key: Any) -> bool:
         raise NotImplementedError
@@ -159,9 +183,13 @@ class CachedKeyValue(_Cache):
         """The store's (value, timestamp) (uncommitted writes included), past the cache."""
         return self._read(self.store.get(serialized_key(self.keys, key)))
 
-    def put(self, key: Any, value: Any, timestamp: int) -> None:
-        """None deletes."""
-        self._put(key, value, timestamp)
+    def put(self, key: Any, value: Any, timestamp: int, old: Any = None, old_known: bool = False) -> None:
+        """None deletes. `old`: see `_Cache._put`."""
+        self._put(key, value, timestamp, old, old_known)
+
+    def _old_value(self, cache_key: Any) -> Any:
+        found = self.load(cache_key)
+        return None if found is None else found[0]
 
     def _holds(self, cache_key: Any) -> bool:
         return self.store.get(serialized_key(self.keys, cache_key)) is not None
@@ -190,8 +218,15 @@ class CachedWindows(_Cache):
         found = self.store.fetch(serialized_key(self.keys, key), window_start, window_start)
         return self._read(found[0][1]) if found else None
 
-    def put(self, key: Any, window_start: int, value: Any, timestamp: int) -> None:
-        self._put((key, window_start), value, timestamp)
+    def put(self, key: Any, window_start: int, value: Any, timestamp: int, old: Any = None,
+            old_known: bool = False) -> None:
+        self._put((key, window_start), value, timestamp, old, old_known)
+
+    def _old_value(self, cache_key: Any) -> Any:
+        key, start = cache_key
+        found = self.store.fetch(serialized_key(self.keys, key), start, start)
+        stored = self._read(found[0][1]) if found else None
+        return None if stored is None else stored[0]
 
     def _holds(self, cache_key: Any) -> bool:
         key, start = cache_key
@@ -216,11 +251,14 @@ class PartialsCache(_Cache):
     def load(self, key: Any) -> tuple[Any, int] | None:
         return None
 
-    def put(self, key: Any, partial: Any, timestamp: int) -> None:
+    def put(self, key: Any, partial: Any, timestamp: int, old: Any = None, old_known: bool = False) -> None:
         self._put(key, partial, timestamp)
 
     def _holds(self, cache_key: Any) -> bool:
         return False
+
+    def _old_value(self, cache_key: Any) -> Any:
+        return None
 
     def _write(self, cache_key: Any, value: Any, timestamp: int) -> None:
         """Nothing is stored: the partial only travels on."""

@@ -44,7 +44,7 @@ from streams_rt.tasks.execution.stateless import (
     PeekExec,
     SelectKeyExec,
 )
-from streams_rt.tasks.execution.tables import JoinExec, TableSourceExec
+from streams_rt.tasks.execution.table_ops import build_table_exec
 from streams_rt.topology import Subtopology, Topology
 from streams_rt.topology.columns import Field, MapBatches, Split, Value, Words
 from streams_rt.topology.nodes import (
@@ -53,7 +53,6 @@ from streams_rt.topology.nodes import (
     Filter,
     FlatMap,
     FlatMapValues,
-    Join,
     Map,
     MapValues,
     Node,
@@ -64,8 +63,8 @@ from streams_rt.topology.nodes import (
     SelectKey,
     SinkNode,
     SourceNode,
-    TableSource,
 )
+from streams_rt.topology.stores import StoreDefinition
 from streams_rt.topology.topology import internal_name
 
 log = logging.getLogger(__name__)
@@ -164,36 +163,33 @@ class SubtopologyRunner:
         if stateless is not None:
             return stateless(node.name, op)
         if isinstance(op, Aggregate):
-            return self._aggregate(node.name, op)
-        if isinstance(op, TableSource):
-            table = self._kv_cache(op.store)
-            exec_node = TableSourceExec(node.name, table)
-            table.forward_to(exec_node.forward_rows)
-            return exec_node
-        if isinstance(op, Join):
-            return JoinExec(node.name, op, self._kv_cache(op.store))
+            return self._aggregate(node, op)
+        table_exec = build_table_exec(self, node)
+        if table_exec is not None:
+            return table_exec
         if isinstance(op, Process):
             typed = {name: self._typed_store(name) for name in op.stores}
             return ProcessExec(node.name, op.supplier(), self.task, typed, self.time)
         raise TypeError(f"{node.name}: no executor for {type(op).__name__}")
 
-    def _aggregate(self, name: str, op: Aggregate) -> Exec:
+    def _aggregate(self, node: ProcessorNode, op: Aggregate) -> Exec:
+        name = node.name
         if op.store is None:  # a combiner: its cache keeps partial states until a flush sends them on
             partials = PartialsCache(self.cache)
             combiner = AggregateExec(name, op, partials)
             partials.forward_to(combiner.forward_rows)
             return combiner
         if op.windows is None:
-            table = self._kv_cache(op.store)
+            table = self.kv_cache(op.store)
             kv_exec = AggregateExec(name, op, table)
-            table.forward_to(kv_exec.forward_rows)
+            table.forward_to(kv_exec.forward_rows, changes=True, send_old_values=node.send_old_values)
             return kv_exec
-        windows = self._window_cache(op.store)
+        windows = self.window_cache(op.store)
         window_exec = WindowedAggregateExec(name, op, op.windows, windows)
-        windows.forward_to(window_exec.forward_rows)
+        windows.forward_to(window_exec.forward_rows, changes=True, send_old_values=node.send_old_values)
         return window_exec
 
-    def _kv_cache(self, name: str) -> CachedKeyValue:
+    def kv_cache(self, name: str) -> CachedKeyValue:
         """One cache per store per task, shared by every node that uses the store (the table's
         writer and its joins see the same latest values)."""
         cached = self._cached.get(name)
@@ -206,13 +202,25 @@ class SubtopologyRunner:
         assert isinstance(cached, CachedKeyValue)
         return cached
 
-    def _window_cache(self, name: str) -> CachedWindows:
-        store, definition = self._stores[name], self._definitions[name]
-        if not isinstance(store, WindowStore):
-            raise TypeError(f"store {name} is not a window store")
-        cached = CachedWindows(store, definition.key_serde, definition.stored_value_serde, self.cache)
-        self._cached[name] = cached
+    def window_cache(self, name: str) -> CachedWindows:
+        """As `kv_cache`, for a window store (a windowed cogroup's aggregations share one)."""
+        cached = self._cached.get(name)
+        if cached is None:
+            store, definition = self._stores[name], self._definitions[name]
+            if not isinstance(store, WindowStore):
+                raise TypeError(f"store {name} is not a window store")
+            cached = CachedWindows(store, definition.key_serde, definition.stored_value_serde, self.cache)
+            self._cached[name] = cached
+        assert isinstance(cached, CachedWindows)
         return cached
+
+    def raw_store(self, name: str) -> StateStore:
+        """The store itself, past any cache (stores Kafka keeps uncached, such as a foreign-key
+        join's subscriptions), and its definition's serdes through `definition`."""
+        return self._stores[name]
+
+    def definition(self, name: str) -> StoreDefinition:
+        return self._definitions[name]
 
     def _typed_store(self, name: str) -> Any:
         store, definition = self._stores[name], self._definitions[name]

@@ -49,6 +49,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.internals.foreignkeyjoin.SubscriptionWrapper;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.processor.api.Processor;
@@ -63,12 +64,12 @@ import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.internals.WrappedStateStore;
 
 public final class KStreamsOracle {
-    private static final Serde<String> STRING = Serdes.String();
-    private static final Serde<Long> LONG = Serdes.Long();
+    static final Serde<String> STRING = Serdes.String();
+    static final Serde<Long> LONG = Serdes.Long();
 
     /** A reference topology: how to build it, the serdes of the topics a scenario touches, and those of
      *  its window stores' values (read as bytes, see windowRows). */
-    private record Reference(Consumer<StreamsBuilder> build, Map<String, Serde<?>[]> inputs,
+    record Reference(Consumer<StreamsBuilder> build, Map<String, Serde<?>[]> inputs,
                              Map<String, Serde<?>[]> outputs, Map<String, Serde<?>> storeValues) {
         Reference(final Consumer<StreamsBuilder> build, final Map<String, Serde<?>[]> inputs,
                   final Map<String, Serde<?>[]> outputs) {
@@ -76,7 +77,7 @@ public final class KStreamsOracle {
         }
     }
 
-    private static Map<String, Serde<?>[]> topics(final Object... namesAndSerdes) {
+    static Map<String, Serde<?>[]> topics(final Object... namesAndSerdes) {
         final Map<String, Serde<?>[]> found = new LinkedHashMap<>();
         for (int i = 0; i < namesAndSerdes.length; i += 3) {
             found.put((String) namesAndSerdes[i], new Serde<?>[] {(Serde<?>) namesAndSerdes[i + 1], (Serde<?>) namesAndSerdes[i + 2]});
@@ -88,7 +89,7 @@ public final class KStreamsOracle {
         return b.stream("input", Consumed.with(STRING, STRING));
     }
 
-    private static final Map<String, Reference> REFERENCES = new LinkedHashMap<>();
+    static final Map<String, Reference> REFERENCES = new LinkedHashMap<>();
 
     static {
         REFERENCES.put("stateless", new Reference(b -> {
@@ -194,6 +195,8 @@ public final class KStreamsOracle {
             routed.to("out-evens", Produced.as("evens"));
             routed.mapValues(v -> v == null ? null : v.toUpperCase(), Named.as("odds")).to("out-odds");
         }, topics("input", STRING, STRING), topics("out-evens", STRING, STRING, "out-odds", STRING, STRING)));
+
+        TableReferences.register(REFERENCES);
     }
 
     /** Per key, the concatenation of its values (null as "~"), forwarded on every update; every 10 ms of
@@ -375,8 +378,13 @@ public final class KStreamsOracle {
         final KeyValueStore<Object, ValueAndTimestamp<Object>> timestamped = driver.getTimestampedKeyValueStore(name);
         if (timestamped != null) {
             try (KeyValueIterator<Object, ValueAndTimestamp<Object>> all = timestamped.all()) {
-                all.forEachRemaining(kv -> rows.addArray().add(toJson(kv.key)).add(toJson(kv.value.value()))
-                    .add(kv.value.timestamp()));
+                all.forEachRemaining(kv -> {
+                    if (kv.value.value() instanceof SubscriptionWrapper<?> subscription) {
+                        rows.add(subscriptionRow((Bytes) kv.key, subscription, kv.value.timestamp()));
+                    } else {
+                        rows.addArray().add(toJson(kv.key)).add(toJson(kv.value.value())).add(kv.value.timestamp());
+                    }
+                });
             }
             return rows;
         }
@@ -391,6 +399,26 @@ public final class KStreamsOracle {
             return rows;
         }
         throw new IllegalStateException("store " + name + " is of a kind the oracle does not read");
+    }
+
+    /** A foreign-key join's subscription: key [foreign key, primary key] (strings, from Kafka's
+     *  CombinedKeySchema bytes), value [instruction, hash as hex or null, primary partition]. */
+    private static ArrayNode subscriptionRow(final Bytes key, final SubscriptionWrapper<?> value, final long timestamp) {
+        final ByteBuffer bytes = ByteBuffer.wrap(key.get());
+        final byte[] foreign = new byte[bytes.getInt()];
+        bytes.get(foreign);
+        final byte[] primary = new byte[bytes.remaining()];
+        bytes.get(primary);
+        final ArrayNode row = JsonLines.JSON.createArrayNode();
+        row.addArray().add(new String(foreign, StandardCharsets.UTF_8)).add(new String(primary, StandardCharsets.UTF_8));
+        final ArrayNode wrapper = row.addArray().add(value.instruction().name());
+        if (value.hash() == null) {
+            wrapper.addNull();
+        } else {
+            wrapper.add(String.format("%016x%016x", value.hash()[0], value.hash()[1]));
+        }
+        wrapper.add(value.primaryPartition());
+        return row.add(timestamp);
     }
 
     private static void deleteTree(final Path root) throws java.io.IOException {
