@@ -54,7 +54,7 @@ def store_catalog(topology: Topology, layout: TopologyLayout) -> dict[str, Store
     for sub in topology.subtopologies:
         for name in sub.stores:
             definition = topology.stores.get(name)
-            if definition is None:
+            if definition is None or not definition.queryable:
                 continue
             catalog[name] = StoreInfo(name, sub.id, layout.partitions[sub.id], definition.key_serde,
                                       definition.stored_value_serde, definition.window_size_ms)

@@ -66,7 +66,7 @@ def foreign_key_join(this: KTable, other: KTable, extractor: Callable[[Any], Any
 
     subscription_store = named("-subscription-store", _FK + "SUBSCRIPTION-STATE-STORE")
     b.add_state_store(StoreDefinition(subscription_store, CombinedKeySerde(other.key_serde, this.key_serde),
-                                      subscriptions, timestamped=True))
+                                      subscriptions, timestamped=True, queryable=False))
     receive = b._processor(source, "", SubscriptionReceive(subscription_store), (subscription_store,),
                            named("-subscription-receive", _FK + "SUBSCRIPTION-PROCESSOR"))
     foreign = other._origin.getter()

@@ -18,7 +18,9 @@ class StoreDefinition:
     the store in memory (restored from its changelog on every open) instead of RocksDB.
     `timestamped`: each value is kept with its timestamp (Kafka's timestamped stores, which the DSL's
     tables and aggregations use); the bytes in the store and its changelog are then those of
-    `stored_value_serde`."""
+    `stored_value_serde`. `queryable` False: an internal store that interactive queries do not list
+    (a foreign-key join's subscriptions, keyed by foreign and primary key but partitioned by the
+    foreign key alone; Kafka lets no query name it either)."""
 
     name: str
     key_serde: Serde[Any]
@@ -27,6 +29,7 @@ class StoreDefinition:
     retention_ms: int | None = None
     in_memory: bool = False
     timestamped: bool = False
+    queryable: bool = True
 
     def __post_init__(self) -> None:
         check_name(self.name, "store")

@@ -1,7 +1,7 @@
 """Table operators without a broker: the formats their internal topics use (Kafka's), when a table
-read from a topic gets a store, the layout of a foreign-key join's internal topics, and the built-in
-aggregations of a grouped table against a plain Python reference. Their semantics against Kafka
-Streams itself are held by tests/kstreams_oracle."""
+read from a topic gets a store, the layout of a foreign-key join's internal topics (and its store,
+which no query lists), and the built-in aggregations of a grouped table against a plain Python
+reference. Their semantics against Kafka Streams itself are held by tests/kstreams_oracle."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streams_rt.iq.routing import store_catalog
 from streams_rt.tasks.testing import TopologyTestDriver
 from streams_rt.topology import Change, Serdes, StreamsBuilder, TopologyError
 from streams_rt.topology.changes import ChangedSerde, read_varint, write_varint
@@ -86,6 +87,9 @@ def test_a_foreign_key_joins_internal_topics_take_each_sides_partition_count() -
     assert "REGISTRATION" in registration and "RESPONSE" in response
     assert layout.repartition_topics == {registration: 2, response: 4}
     assert sorted(layout.partitions.values()) == [2, 4]
+    # Its subscription store is internal: interactive queries list only the tables' stores.
+    assert any("SUBSCRIPTION-STATE-STORE" in name for name in b.build().stores)
+    assert set(store_catalog(b.build(), layout)) == {"orders", "customers"}
 
 
 def test_a_grouped_table_has_no_min_or_max() -> None:
