@@ -95,6 +95,16 @@ def fk_join() -> Topology:
     return b.build()
 
 
+def fk_join_derived() -> Topology:
+    b = StreamsBuilder()
+    orders = b.table("input", S, S).filter(lambda k, v: v != "x")
+    customers = b.table("input-2", S, S).map_values(lambda v: v + "!")
+    joined = orders.left_join(customers, _first_or_none, lambda o, c: f"{_j(o)}/{_j(c)}", name="fk")
+    joined.to_stream().to("out-joined")
+    joined.group_by(lambda k, v: (v[0], k), S, S).count("fk-counts").to_stream().to("out-count", S, L)
+    return b.build()
+
+
 def cogroup() -> Topology:
     b = StreamsBuilder()
     one = b.stream("input", S, S).group_by_key()
@@ -135,6 +145,8 @@ TABLE_REFERENCES: dict[str, Reference] = {
     "table_join_derived": Reference(table_join_derived, strings("input", "input-2"),
                                     strings("out-joined", "out-again")),
     "fk_join": Reference(fk_join, strings("input", "input-2"), strings("out-inner", "out-left")),
+    "fk_join_derived": Reference(fk_join_derived, strings("input", "input-2"),
+                                 {**strings("out-joined"), "out-count": (S, L)}),
     "cogroup": Reference(cogroup, strings("input", "input-2"), strings("out")),
     "cogroup_windowed": Reference(cogroup_windowed, strings("input", "input-2"), strings("out")),
 }

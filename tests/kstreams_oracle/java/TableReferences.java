@@ -1,5 +1,5 @@
 // The table operators' reference topologies (KTable filter/mapValues/toStream, groupBy with count,
-// reduce and aggregate, table-table joins, the foreign-key join, cogroup, global tables), written
+// reduce and aggregate, table-table joins, the foreign-key join, cogroup), written
 // with Kafka Streams' DSL; their twins are in tests/kstreams_oracle/table_topologies.py. Every lambda
 // has a twin there; change both together.
 
@@ -15,6 +15,7 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.WindowStore;
@@ -116,6 +117,20 @@ final class TableReferences {
             orders.leftJoin(customers, TableReferences::firstOrNull, (o, c) -> o + "/" + c, store("fk-left"))
                 .toStream().to("out-left");
         }, strings("input", "input-2"), strings("out-inner", "out-left")));
+
+        // A named foreign-key join of derived tables (a filter over an unmaterialized table, a mapped
+        // one), its unmaterialized result regrouped: the result gets Kafka's generated store.
+        references.put("fk_join_derived", new KStreamsOracle.Reference(b -> {
+            final KTable<String, String> orders = b.table("input", STRINGS).filter((k, v) -> !v.equals("x"));
+            final KTable<String, String> customers = b.table("input-2", STRINGS).mapValues(v -> v + "!");
+            final KTable<String, String> joined = orders.leftJoin(customers, TableReferences::firstOrNull,
+                (o, c) -> o + "/" + c, TableJoined.as("fk"));
+            joined.toStream().to("out-joined");
+            joined.groupBy((k, v) -> KeyValue.pair(v.substring(0, 1), k), Grouped.with(KStreamsOracle.STRING, KStreamsOracle.STRING))
+                .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("fk-counts")).toStream()
+                .to("out-count", Produced.with(KStreamsOracle.STRING, KStreamsOracle.LONG));
+        }, strings("input", "input-2"), KStreamsOracle.topics("out-joined", KStreamsOracle.STRING, KStreamsOracle.STRING,
+                                                            "out-count", KStreamsOracle.STRING, KStreamsOracle.LONG)));
 
         references.put("cogroup", new KStreamsOracle.Reference(b -> {
             final KGroupedStream<String, String> one = b.stream("input", STRINGS).groupByKey();
