@@ -192,26 +192,28 @@ class SubtopologyRunner:
     def kv_cache(self, name: str) -> CachedKeyValue:
         """One cache per store per task, shared by every node that uses the store (the table's
         writer and its joins see the same latest values)."""
-        cached = self._cached.get(name)
-        if cached is None:
-            store, definition = self._stores[name], self._definitions[name]
-            if not isinstance(store, KeyValueStore):
-                raise TypeError(f"store {name} is not a key-value store")
-            cached = CachedKeyValue(store, definition.key_serde, definition.stored_value_serde, self.cache)
-            self._cached[name] = cached
+        cached = self._cache_of(name, windowed=False)
         assert isinstance(cached, CachedKeyValue)
         return cached
 
     def window_cache(self, name: str) -> CachedWindows:
         """As `kv_cache`, for a window store (a windowed cogroup's aggregations share one)."""
+        cached = self._cache_of(name, windowed=True)
+        assert isinstance(cached, CachedWindows)
+        return cached
+
+    def _cache_of(self, name: str, windowed: bool) -> CachedKeyValue | CachedWindows:
         cached = self._cached.get(name)
         if cached is None:
             store, definition = self._stores[name], self._definitions[name]
-            if not isinstance(store, WindowStore):
-                raise TypeError(f"store {name} is not a window store")
-            cached = CachedWindows(store, definition.key_serde, definition.stored_value_serde, self.cache)
+            keys, values = definition.key_serde, definition.stored_value_serde
+            if windowed and isinstance(store, WindowStore):
+                cached = CachedWindows(store, keys, values, self.cache)
+            elif not windowed and isinstance(store, KeyValueStore):
+                cached = CachedKeyValue(store, keys, values, self.cache)
+            else:
+                raise TypeError(f"store {name} is not a {'window' if windowed else 'key-value'} store")
             self._cached[name] = cached
-        assert isinstance(cached, CachedWindows)
         return cached
 
     def raw_store(self, name: str) -> StateStore:
