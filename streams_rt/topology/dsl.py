@@ -400,8 +400,6 @@ class KGroupedStream:
         return CogroupedKStream(self, aggregator)
 
 
-
-
 def _reducing(reducer: Callable[[Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
     """A reduce as an aggregator: the first value of a key is its first aggregate."""
     return lambda key, value, agg: value if agg is REDUCE_START else reducer(agg, value)
