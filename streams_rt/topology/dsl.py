@@ -45,6 +45,9 @@ from streams_rt.topology.table_ops import ToStream, getter_stores
 from streams_rt.topology.topology import Topology
 from streams_rt.topology.windows import TimeWindows, WindowedSerde
 
+# Kafka's processor (and generated store) name prefixes: a reduce's differ from the other aggregations'.
+_AGGREGATE, _REDUCE = "KSTREAM-AGGREGATE", "KSTREAM-REDUCE"
+
 
 class StreamsBuilder:
     def __init__(self) -> None:
@@ -345,8 +348,9 @@ class KGroupedStream:
         partials = builtin.result_serde(self.value_serde)
         return b._repartition(combiner, topic, self.key_serde, partials), True
 
-    def _store(self, store: str | None) -> str:
-        return store or self._stream._b._name("KSTREAM-AGGREGATE-STATE-STORE")
+    def _store(self, store: str | None, prefix: str = _AGGREGATE) -> str:
+        """`store`, or Kafka's generated name (a reduce's `KSTREAM-REDUCE-STATE-STORE-<n>`)."""
+        return store or self._stream._b._name(f"{prefix}-STATE-STORE")
 
     def count(self, store: str | None = None, in_memory: bool = False) -> KTable:
         """Records per key (null keys and values dropped), run on whole batches."""
@@ -375,20 +379,25 @@ class KGroupedStream:
 
     def reduce(self, reducer: Callable[[Any, Any], Any], store: str | None = None, in_memory: bool = False) -> KTable:
         """reducer(aggregate, value); the first value of a key is its first aggregate."""
-        return self.aggregate(lambda: REDUCE_START, _reducing(reducer), store, self.value_serde, in_memory)
+        return self._aggregate(lambda: REDUCE_START, _reducing(reducer), store, self.value_serde, in_memory,
+                               _REDUCE)
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   store: str | None = None, value_serde: Serde[Any] | None = None, in_memory: bool = False) -> KTable:
         """aggregator(key, value, aggregate) -> the new aggregate, starting from initializer()."""
-        name = self._store(store)
-        parent, _ = self._input(name)
-        return self._materialize(name, parent, Aggregate(name, initializer, aggregator),
-                                 value_serde or self.value_serde, in_memory)
+        return self._aggregate(initializer, aggregator, store, value_serde or self.value_serde, in_memory, _AGGREGATE)
 
-    def _materialize(self, name: str, parent: Node, op: Aggregate, values: Serde[Any], in_memory: bool) -> KTable:
+    def _aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                   store: str | None, values: Serde[Any], in_memory: bool, prefix: str) -> KTable:
+        name = self._store(store, prefix)
+        parent, _ = self._input(name)
+        return self._materialize(name, parent, Aggregate(name, initializer, aggregator), values, in_memory, prefix)
+
+    def _materialize(self, name: str, parent: Node, op: Aggregate, values: Serde[Any], in_memory: bool,
+                     prefix: str = _AGGREGATE) -> KTable:
         b = self._stream._b
         b.add_state_store(StoreDefinition(name, self.key_serde, values, in_memory=in_memory, timestamped=True))
-        node = b._processor(parent, "KSTREAM-AGGREGATE", op, (name,))
+        node = b._processor(parent, prefix, op, (name,))
         return KTable(b, node, name, self.key_serde, values)
 
     def windowed_by(self, windows: TimeWindows) -> TimeWindowedStream:
@@ -445,24 +454,24 @@ class TimeWindowedStream:
     def _builtin(self, builtin: Builtin, store: str | None, retention_ms: int | None, in_memory: bool) -> KTable:
         initializer, aggregator = _builtin_functions(builtin, False)
         return self._aggregate(initializer, aggregator, store, builtin.result_serde(self._grouped.value_serde),
-                               retention_ms, in_memory, builtin)
+                               retention_ms, in_memory, builtin, _AGGREGATE)
 
     def reduce(self, reducer: Callable[[Any, Any], Any], store: str | None = None, retention_ms: int | None = None,
                in_memory: bool = False) -> KTable:
-        return self.aggregate(lambda: REDUCE_START, _reducing(reducer), store, self._grouped.value_serde,
-                              retention_ms, in_memory)
+        return self._aggregate(lambda: REDUCE_START, _reducing(reducer), store, self._grouped.value_serde,
+                               retention_ms, in_memory, None, _REDUCE)
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   store: str | None = None, value_serde: Serde[Any] | None = None, retention_ms: int | None = None,
                   in_memory: bool = False) -> KTable:
-        return self._aggregate(initializer, aggregator, store, value_serde, retention_ms, in_memory, None)
+        return self._aggregate(initializer, aggregator, store, value_serde, retention_ms, in_memory, None, _AGGREGATE)
 
     def _aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                    store: str | None, value_serde: Serde[Any] | None, retention_ms: int | None, in_memory: bool,
-                   builtin: Builtin | None) -> KTable:
+                   builtin: Builtin | None, prefix: str) -> KTable:
         g, w = self._grouped, self.windows
         b = g._stream._b
-        name = g._store(store)
+        name = g._store(store, prefix)
         values = value_serde or g.value_serde
         retention = retention_ms if retention_ms is not None else w.default_retention_ms
         if retention < w.size_ms + w.grace_ms:
@@ -472,7 +481,7 @@ class TimeWindowedStream:
                                           retention_ms=retention, in_memory=in_memory, timestamped=True))
         parent, _ = g._input(name)
         op = Aggregate(name, initializer, aggregator, w, builtin=builtin)
-        node = b._processor(parent, "KSTREAM-AGGREGATE", op, (name,))
+        node = b._processor(parent, prefix, op, (name,))
         return KTable(b, node, name, WindowedSerde(g.key_serde, w.size_ms), values)
 
 

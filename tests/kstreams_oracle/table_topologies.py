@@ -105,6 +105,15 @@ def fk_join_derived() -> Topology:
     return b.build()
 
 
+def aggregate_tables() -> Topology:
+    b = StreamsBuilder()
+    counts = b.stream("input", S, S).group_by_key().count("counts")
+    counts.filter(lambda k, n: n % 2 == 0).to_stream().to("out-even", S, L)
+    last = b.stream("input-2", S, S).group_by_key().reduce(lambda a, v: v + a)
+    counts.map_values(lambda n: f"n{n}", S).join(last, lambda n, v: f"{n}/{v}").to_stream().to("out-joined")
+    return b.build()
+
+
 def cogroup() -> Topology:
     b = StreamsBuilder()
     one = b.stream("input", S, S).group_by_key()
@@ -147,6 +156,8 @@ TABLE_REFERENCES: dict[str, Reference] = {
     "fk_join": Reference(fk_join, strings("input", "input-2"), strings("out-inner", "out-left")),
     "fk_join_derived": Reference(fk_join_derived, strings("input", "input-2"),
                                  {**strings("out-joined"), "out-count": (S, L)}),
+    "aggregate_tables": Reference(aggregate_tables, strings("input", "input-2"),
+                                  {"out-even": (S, L), **strings("out-joined")}),
     "cogroup": Reference(cogroup, strings("input", "input-2"), strings("out")),
     "cogroup_windowed": Reference(cogroup_windowed, strings("input", "input-2"), strings("out")),
 }

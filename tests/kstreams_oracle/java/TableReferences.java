@@ -132,6 +132,18 @@ final class TableReferences {
         }, strings("input", "input-2"), KStreamsOracle.topics("out-joined", KStreamsOracle.STRING, KStreamsOracle.STRING,
                                                             "out-count", KStreamsOracle.STRING, KStreamsOracle.LONG)));
 
+        // Tables made by aggregations: a filter of a count (its old values known, so no tombstone
+        // for a count never even), a mapped count joined with a reduce's table.
+        references.put("aggregate_tables", new KStreamsOracle.Reference(b -> {
+            final KTable<String, Long> counts = b.stream("input", STRINGS).groupByKey()
+                .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts"));
+            counts.filter((k, n) -> n % 2 == 0).toStream().to("out-even", Produced.with(KStreamsOracle.STRING, KStreamsOracle.LONG));
+            final KTable<String, String> last = b.stream("input-2", STRINGS).groupByKey().reduce((a, v) -> v + a);
+            counts.mapValues(n -> "n" + n, Materialized.with(KStreamsOracle.STRING, KStreamsOracle.STRING))
+                .join(last, (n, v) -> n + "/" + v).toStream().to("out-joined");
+        }, strings("input", "input-2"), KStreamsOracle.topics("out-even", KStreamsOracle.STRING, KStreamsOracle.LONG,
+                                                            "out-joined", KStreamsOracle.STRING, KStreamsOracle.STRING)));
+
         references.put("cogroup", new KStreamsOracle.Reference(b -> {
             final KGroupedStream<String, String> one = b.stream("input", STRINGS).groupByKey();
             final KGroupedStream<String, String> two = b.stream("input-2", STRINGS).groupBy((k, v) -> v == null ? null : firstOrNull(v));
