@@ -114,6 +114,17 @@ def aggregate_tables() -> Topology:
     return b.build()
 
 
+def table_getters() -> Topology:
+    b = StreamsBuilder()
+    t = b.table("input-2", S, S)
+    derived = t.filter(lambda k, v: not v.startswith("b")).map_values(lambda v: v + "?")
+    b.stream("input", S, S).left_join(derived, lambda s, v: f"{s}/{_j(v)}").to("out-stream-join")
+    joined = t.outer_join(derived, lambda a, c: f"{_j(a)}|{_j(c)}")
+    joined.group_by(lambda k, v: (v[0], v), S, S).reduce(lambda a, v: a + v, lambda a, v: a.replace(v, ""),
+                                                         "by-first").to_stream().to("out-grouped")
+    return b.build()
+
+
 def cogroup() -> Topology:
     b = StreamsBuilder()
     one = b.stream("input", S, S).group_by_key()
@@ -158,6 +169,7 @@ TABLE_REFERENCES: dict[str, Reference] = {
                                  {**strings("out-joined"), "out-count": (S, L)}),
     "aggregate_tables": Reference(aggregate_tables, strings("input", "input-2"),
                                   {"out-even": (S, L), **strings("out-joined")}),
+    "table_getters": Reference(table_getters, strings("input", "input-2"), strings("out-stream-join", "out-grouped")),
     "cogroup": Reference(cogroup, strings("input", "input-2"), strings("out")),
     "cogroup_windowed": Reference(cogroup_windowed, strings("input", "input-2"), strings("out")),
 }

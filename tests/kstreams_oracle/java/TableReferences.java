@@ -144,6 +144,17 @@ final class TableReferences {
         }, strings("input", "input-2"), KStreamsOracle.topics("out-even", KStreamsOracle.STRING, KStreamsOracle.LONG,
                                                             "out-joined", KStreamsOracle.STRING, KStreamsOracle.STRING)));
 
+        // Tables read through value getters: a stream joined with a filtered, mapped table (neither
+        // materialized), the table outer-joined with that view, the join's result regrouped.
+        references.put("table_getters", new KStreamsOracle.Reference(b -> {
+            final KTable<String, String> t = b.table("input-2", STRINGS);
+            final KTable<String, String> derived = t.filter((k, v) -> !v.startsWith("b")).mapValues(v -> v + "?");
+            b.stream("input", STRINGS).leftJoin(derived, (s, v) -> s + "/" + v).to("out-stream-join");
+            final KTable<String, String> joined = t.outerJoin(derived, (a, c) -> a + "|" + c);
+            joined.groupBy((k, v) -> KeyValue.pair(v.substring(0, 1), v), Grouped.with(KStreamsOracle.STRING, KStreamsOracle.STRING))
+                .reduce((a, v) -> a + v, (a, v) -> a.replace(v, ""), store("by-first")).toStream().to("out-grouped");
+        }, strings("input", "input-2"), strings("out-stream-join", "out-grouped")));
+
         references.put("cogroup", new KStreamsOracle.Reference(b -> {
             final KGroupedStream<String, String> one = b.stream("input", STRINGS).groupByKey();
             final KGroupedStream<String, String> two = b.stream("input-2", STRINGS).groupBy((k, v) -> v == null ? null : firstOrNull(v));
