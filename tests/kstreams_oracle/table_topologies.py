@@ -125,6 +125,15 @@ def table_getters() -> Topology:
     return b.build()
 
 
+def windowed_table() -> Topology:
+    b = StreamsBuilder()
+    counts = b.stream("input", S, S).group_by_key().windowed_by(TumblingWindows(10, grace_ms=5)).count("wcounts")
+    counts.filter(lambda wk, n: n > 1).to_stream().map(_window_key, S, L).to("out-filter")
+    counts.map_values(lambda n: f"n{n}", S).filter(lambda wk, v: v != "n2").to_stream().map(_window_key, S, S) \
+        .to("out-map")
+    return b.build()
+
+
 def cogroup() -> Topology:
     b = StreamsBuilder()
     one = b.stream("input", S, S).group_by_key()
@@ -170,6 +179,7 @@ TABLE_REFERENCES: dict[str, Reference] = {
     "aggregate_tables": Reference(aggregate_tables, strings("input", "input-2"),
                                   {"out-even": (S, L), **strings("out-joined")}),
     "table_getters": Reference(table_getters, strings("input", "input-2"), strings("out-stream-join", "out-grouped")),
+    "windowed_table": Reference(windowed_table, strings("input"), {"out-filter": (S, L), **strings("out-map")}),
     "cogroup": Reference(cogroup, strings("input", "input-2"), strings("out")),
     "cogroup_windowed": Reference(cogroup_windowed, strings("input", "input-2"), strings("out")),
 }

@@ -155,6 +155,19 @@ final class TableReferences {
                 .reduce((a, v) -> a + v, (a, v) -> a.replace(v, ""), store("by-first")).toStream().to("out-grouped");
         }, strings("input", "input-2"), strings("out-stream-join", "out-grouped")));
 
+        // A windowed aggregation's table, filtered and mapped (its values read with Windowed keys).
+        references.put("windowed_table", new KStreamsOracle.Reference(b -> {
+            final KTable<org.apache.kafka.streams.kstream.Windowed<String>, Long> counts = b.stream("input", STRINGS)
+                .groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(5)))
+                .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("wcounts"));
+            counts.filter((wk, n) -> n > 1).toStream((wk, n) -> wk.key() + "@" + wk.window().start())
+                .to("out-filter", Produced.with(KStreamsOracle.STRING, KStreamsOracle.LONG));
+            counts.mapValues(n -> "n" + n).filter((wk, v) -> !v.equals("n2")).toStream((wk, v) -> wk.key() + "@" + wk.window().start())
+                .to("out-map");
+        }, strings("input"), KStreamsOracle.topics("out-filter", KStreamsOracle.STRING, KStreamsOracle.LONG,
+                                                  "out-map", KStreamsOracle.STRING, KStreamsOracle.STRING),
+            Map.of("wcounts", KStreamsOracle.LONG)));
+
         references.put("cogroup", new KStreamsOracle.Reference(b -> {
             final KGroupedStream<String, String> one = b.stream("input", STRINGS).groupByKey();
             final KGroupedStream<String, String> two = b.stream("input-2", STRINGS).groupBy((k, v) -> v == null ? null : firstOrNull(v));
