@@ -174,8 +174,13 @@ class _Placement:
         shares = None
         if len(set(capacities)) > 1:
             most = [n_tasks - k for k in stateful_active]
-            shares = even_standby_shares(per_task * n_tasks, active_load, capacities, most)
-            if shares:  # they may pass the ceils to even the standbys (standby_shares.py)
+            # Without rack tags the shares may pass the ceils to even the standbys (standby_shares.py).
+            # With them, not: the tag rule can put a replica where the counts did not (a client alone
+            # in its zone with the others full), and the standbys are then no more even for the excess.
+            tagged = bool(inputs.configs.rack_aware_assignment_tags)
+            shares = even_standby_shares(per_task * n_tasks, active_load, capacities, most,
+                                         self.ceil_share if tagged else None)
+            if shares:
                 self.ceil_share = list(map(max, self.ceil_share, shares))
         self.share = shares or balanced_counts(
             everything, capacities, [0] * len(capacities), floors, self.ceil_share, order

@@ -10,10 +10,12 @@ counts. For each A and each lowest standby load m, every client takes its smalle
 standbys at m or above, and the counts still missing go where they raise the highest standbys per
 capacity unit least, of those to the least loaded clients. The counts with the most even standbys
 win, then those with the most even loads. Each client holds at most one replica of each task it does
-not run. A client may end above the ceil of its share of all tasks where that makes the standbys more
-even: the criterion alone bounds the loads, as in Kafka's assignor (random seed 227 of the quality
-bench: capacities 2, 3, 1, 1 and 3 running 14, 22, 7, 7 and 22 tasks, 24 standbys; within the ceils
-the standbys spread 1 per thread, a three-thread client one above its ceil brings them to 2/3)."""
+not run. Unless `ceils` bound them, a client may end above the ceil of its share of all tasks where
+that makes the standbys more even: the criterion alone bounds the loads, as in Kafka's assignor (random
+seed 227 of the quality bench: capacities 2, 3, 1, 1 and 3 running 14, 22, 7, 7 and 22 tasks, 24
+standbys; within the ceils the standbys spread 1 per thread, a three-thread client one above its ceil
+brings them to 2/3). The counts know nothing of rack tags, so with tags the caller bounds them by the
+ceils (standby_placement.py)."""
 
 from __future__ import annotations
 
@@ -28,10 +30,13 @@ def even_standby_shares(
     active_load: Sequence[int],
     capacities: Sequence[int],
     most: Sequence[int],
+    ceils: Sequence[int] | None = None,
 ) -> list[int] | None:
     """Each client's count of all tasks, None when no counts pass the criterion. most[c]: the standbys
-    client c can hold at most."""
+    client c can hold at most. ceils: each client's count at most this (None: the criterion alone bounds
+    the counts)."""
     n, total_cap = len(capacities), sum(capacities)
+    limits = list(ceils) if ceils is not None else [a + k for a, k in zip(active_load, most, strict=True)]
     everything = n_standbys + sum(active_load)
     # A: the highest (count - 1) / capacity; every client's count then lies in (A x capacity - 1,
     # A x capacity + 1]. A is at least any client's (actives - 1) / capacity, and the counts' bounds
@@ -43,8 +48,8 @@ def even_standby_shares(
     for top in sorted(levels):
         lo = [max(math.floor(top * cap) - a, 0) for a, cap in zip(active_load, capacities, strict=True)]
         hi = [
-            min(math.floor(top * cap) + 1, a + k) - a
-            for a, cap, k in zip(active_load, capacities, most, strict=True)
+            min(math.floor(top * cap) + 1, a + k, limit) - a
+            for a, cap, k, limit in zip(active_load, capacities, most, limits, strict=True)
         ]
         if any(map(int.__gt__, lo, hi)) or not sum(lo) <= n_standbys <= sum(hi):
             continue
