@@ -30,10 +30,12 @@ def general_assign(
     pool: Sequence[int],
     prior_load: Sequence[int] | None = None,
     bounds: JointBounds | None = None,
+    spread: bool = True,
 ) -> list[int]:
     """Returns the target client of each task of `pool`. prior_load: for the stateless pool, active
     tasks each client already has; the pool then fills up the least loaded clients
-    (quotas.filling_quotas). bounds: for the stateful pool, quotas.joint_bounds."""
+    (quotas.filling_quotas). bounds: for the stateful pool, quotas.joint_bounds. Without `spread` (the
+    stateless pool only) the least loaded clients fill up regardless of the subtopology shares."""
     capacities, lags = inputs.capacities, inputs.lags
     n = len(capacities)
     owner = inputs.owner if prior_load is not None else least_lag_owners(inputs, pool)
@@ -45,12 +47,12 @@ def general_assign(
         standbys = Counter(chain.from_iterable(lags.standby_owners))
         held = [standbys.get(c, 0) for c in range(n)]
         owned = owned_counts(pool, owner, n)
-        quotas = filling_quotas(pool, inputs.subtopology, capacities, prior, inputs.rank, owned, held)
+        quotas = filling_quotas(pool, inputs.subtopology, capacities, prior, inputs.rank, owned, held, spread)
     elif len(set(capacities)) > 1 or sizes is None:
         owned = owned_counts(pool, owner, n)
         standby_room = StandbyRoom.of(inputs.clients, inputs.configs) if len(set(capacities)) > 1 else None
         quotas = capacity_quotas(len(pool), capacities, inputs.rank, owned, sizes, bounds, forced, standby_room)
-    shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank)
+    shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank) if spread else None
     if shares is not None:
         ceils_first = forced.ceils_first() if forced is not None and quotas is None else ()
         quotas = shares.start(owner, capacities, quotas, ceils_first)

@@ -99,14 +99,15 @@ def place_standbys(
     tasks: Sequence[int],
     active: Sequence[int],
     pending_target: Mapping[int, int],
-    active_load: Sequence[int],
+    final_load: Sequence[int],
 ) -> StandbyPlan:
     """`tasks` are the stateful tasks in order; `active[t]` is the client planned to run task t's
-    active this round, `pending_target` the client a pending move waits for, and `active_load` each
-    client's active task count.
+    active this round, `pending_target` the client a pending move waits for, and `final_load` each
+    client's active task count once the pending moves are made (stateless tasks where they will run
+    then).
 
-    The standbys are planned around where the actives end up (each pending move made), so the round
-    after the moves keeps them (see the module docstring)."""
+    The standbys are planned around where the actives end up, so the round after the moves keeps them
+    (see the module docstring)."""
     n = inputs.n_clients
     per_task = min(inputs.configs.num_standby_replicas, n - 1)
     tag_keys = inputs.configs.rack_aware_assignment_tags
@@ -114,11 +115,9 @@ def place_standbys(
     standby_of = [none] * len(active)
     if per_task <= 0:
         return StandbyPlan(standby_of, [])
-    final, final_load = list(active), list(active_load)
+    final = list(active)
     for t, target in pending_target.items():
         final[t] = target
-        final_load[active[t]] -= 1
-        final_load[target] += 1
     if per_task == n - 1 and not tag_keys:
         # Every client but the active's holds a standby: nothing to choose, balance or keep.
         others = [set(range(n)) - {c} for c in range(n)]
