@@ -64,11 +64,17 @@ class _TagSpread:
     def score(self, used: Used, c: int) -> int:
         """How many tag keys client c would spread the task over (a key whose values are all used
         counts for everyone)."""
-        vals = self.values[c]
-        return sum(1 for i in range(len(self.keys)) if vals[i] not in used[i] or len(used[i]) >= self.distinct[i])
+        spreads = 0
+        for v, values, distinct in zip(self.values[c], used, self.distinct, strict=True):
+            if v not in values or len(values) >= distinct:
+                spreads += 1
+        return spreads
 
     def allows(self, used: Used, c: int) -> bool:
-        return self.score(used, c) == len(self.keys)
+        for v, values, distinct in zip(self.values[c], used, self.distinct, strict=True):
+            if v in values and len(values) < distinct:
+                return False
+        return True
 
     def add(self, used: Used, c: int) -> None:
         for i, v in enumerate(self.values[c]):
@@ -370,8 +376,11 @@ class _Placement:
         if spread is None:
             return lambda d: d != a and d not in holders
         used = spread.used_without(holders, giver, a)
-        if len(spread.keys) == 1:
-            return lambda d: d != a and d not in holders and spread.allows(used, d)
+        if len(spread.keys) == 1:  # the common case, inlined: this runs for every candidate of every move
+            values, (taken,), (distinct,) = spread.values, used, spread.distinct
+            if len(taken) >= distinct:
+                return lambda d: d != a and d not in holders
+            return lambda d: d != a and d not in holders and values[d][0] not in taken
         others = holders - {giver}
         # Where no client passes the rule, one adding as many unused values as the giver (the task's
         # tag deficit unchanged): the sticky pass keeps such a holder, so the balance may move it.
@@ -584,7 +593,23 @@ class _Placement:
             return False
         load, capacities, n = self.load, self.capacities, len(self.load)
         held = self._standbys_by_client()
+        # The BFS from every giver asks the same questions: who may hold task t instead of client c
+        # (a tag rule check, under two keys a costly one) is answered once per chain search.
+        rules: dict[tuple[int, int], Callable[[int], bool]] = {}
+        answers: dict[tuple[int, int, int], bool] = {}
+
+        def fits(t: int, c: int, d: int) -> bool:
+            known = answers.get((t, c, d))
+            if known is None:
+                rule = rules.get((t, c))
+                if rule is None:
+                    rule = rules[t, c] = self._fits_instead(t, c)
+                known = answers[t, c, d] = rule(d)
+            return known
+
         for g in sorted(givers, key=lambda c: (-load[c] / capacities[c], c)):
+            if not any(takes(g, d) for d in range(n) if d != g):
+                continue  # no chain from g can end anywhere
             came_from: dict[int, tuple[int, int]] = {}  # client -> (client it took from, task)
             frontier = [g]
             while frontier:
@@ -594,9 +619,8 @@ class _Placement:
                     for t in held[c]:
                         if t in on_path:
                             continue
-                        fits = self._fits_instead(t, c)
                         for d in range(n):
-                            if d == g or d in came_from or not fits(d):
+                            if d == g or d in came_from or not fits(t, c, d):
                                 continue
                             came_from[d] = (c, t)
                             if takes(g, d):
@@ -631,9 +655,20 @@ class _Placement:
             return False  # no pair of clients has a move that evens them out
         held = self._standbys_by_client()
         any_moved = False
+
+        def within_reach(c: int) -> bool:
+            """Whether any other client could take one of c's standbys by the loads alone (as c gives,
+            and others take, this only gets harder)."""
+            level = (load[c] - 1) / capacities[c]
+            return any((load[d] + 1) / capacities[d] <= level for d in range(n) if d != c)
+
         for c in sorted(range(n), key=lambda c: (-load[c] / capacities[c], c)):
+            if not within_reach(c):
+                continue
             takers = LeastLoaded(range(n), load, capacities)  # afresh: the last giver's load went down
             for t in list(held[c]):
+                if not within_reach(c):
+                    break
                 level = (load[c] - 1) / capacities[c]
                 fits = self._fits_instead(t, c)
 
