@@ -124,8 +124,9 @@ def place_standbys(
     final = list(active)
     for t, target in pending_target.items():
         final[t] = target
-    if per_task == n - 1 and not tag_keys:
-        # Every client but the active's holds a standby: nothing to choose, balance or keep.
+    if per_task == n - 1:
+        # Every client but the active's holds a standby: nothing to choose, balance or keep (rack tags
+        # could only order the replicas).
         others = [set(range(n)) - {c} for c in range(n)]
         for t in tasks:
             standby_of[t] = set(others[active[t]])
