@@ -594,19 +594,16 @@ class _Placement:
             return False
         load, capacities, n = self.load, self.capacities, len(self.load)
         held = self._standbys_by_client()
-        # The BFS from every giver asks the same questions: who may hold task t instead of client c
-        # (a tag rule check, under two keys a costly one) is answered once per chain search.
-        rules: dict[tuple[int, int], Callable[[int], bool]] = {}
-        answers: dict[tuple[int, int, int], bool] = {}
+        # The breadth-first search from every giver asks the same question: who may hold task t instead
+        # of client c (a tag rule check). Answered once per chain search, in client order.
+        fitting: dict[tuple[int, int], list[int]] = {}
 
-        def fits(t: int, c: int, d: int) -> bool:
-            known = answers.get((t, c, d))
-            if known is None:
-                rule = rules.get((t, c))
-                if rule is None:
-                    rule = rules[t, c] = self._fits_instead(t, c)
-                known = answers[t, c, d] = rule(d)
-            return known
+        def instead(t: int, c: int) -> list[int]:
+            found = fitting.get((t, c))
+            if found is None:
+                fits = self._fits_instead(t, c)
+                found = fitting[t, c] = [d for d in range(n) if fits(d)]
+            return found
 
         for g in sorted(givers, key=lambda c: (-load[c] / capacities[c], c)):
             if not any(takes(g, d) for d in range(n) if d != g):
@@ -620,8 +617,8 @@ class _Placement:
                     for t in held[c]:
                         if t in on_path:
                             continue
-                        for d in range(n):
-                            if d == g or d in came_from or not fits(t, c, d):
+                        for d in instead(t, c):
+                            if d == g or d in came_from:
                                 continue
                             came_from[d] = (c, t)
                             if takes(g, d):
