@@ -25,6 +25,13 @@ def resolve_commit(commit: str) -> str:
     return done.stdout.strip()
 
 
+def describe(commit: str) -> str:
+    """'<short id> (<commit date>)' for labels."""
+    done = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%h (%cs)", resolve_commit(commit)],
+                          capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
 def assignor_at(commit: str, into: Path) -> ModuleType:
     """The assignment package at `commit`, imported from a copy under `into` (which the caller keeps
     until it is done with the module)."""

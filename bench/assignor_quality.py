@@ -109,7 +109,7 @@ sys.path.insert(0, str(BENCH.parent))
 
 import streams_rt.assignment as current_assignment  # noqa: E402
 from bench.assignor import Assignment, KafkaClient, KafkaHarness  # noqa: E402
-from bench.assignor_at import assignor_at, resolve_commit  # noqa: E402
+from bench.assignor_at import assignor_at, describe, resolve_commit  # noqa: E402
 from bench.standby_bound import Member as BoundMember  # noqa: E402
 from bench.standby_bound import standby_spread_bound  # noqa: E402
 from streams_rt.assignment import AssignmentConfigs, RebalanceProtocol  # noqa: E402
@@ -764,13 +764,11 @@ class Reference:
 
     @staticmethod
     def write(path: Path, label: str, commit: str, results: Sequence[tuple[Scenario, Run]]) -> None:
-        data = {
-            "label": label,
-            "commit": commit,
-            "recorded by": "bench/assignor_quality.py --record-reference",
-            "scenarios": {f"{s.family}/{s.seed}": Reference.entry(r) for s, r in results},
-        }
-        path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        head = {"label": label, "commit": commit, "recorded by": "bench/assignor_quality.py --record-reference"}
+        lines = [json.dumps(f"{s.family}/{s.seed}") + ": " + json.dumps(Reference.entry(r), sort_keys=True)
+                 for s, r in results]  # one scenario a line: a new recording diffs by scenario
+        body = ",\n".join(lines)
+        path.write_text(json.dumps(head)[:-1] + ',\n"scenarios": {\n' + body + "\n}}\n")
 
 
 @dataclass(frozen=True)
@@ -906,10 +904,9 @@ def main() -> None:
             kafka.close()
     label = "none (no reference file)"
     if commit:
-        full = resolve_commit(commit)
-        label = f"ours at {full[:12]} (run now)"
+        label = f"ours at {describe(commit)}, run now"
         if args.record_reference:
-            Reference.write(REFERENCE, f"ours at {full[:12]}", full, recorded)
+            Reference.write(REFERENCE, f"ours at {describe(commit)}", resolve_commit(commit), recorded)
             label += f", written to {REFERENCE.relative_to(BENCH.parent)}"
     elif stored is not None:
         label = f"{stored.label} ({REFERENCE.relative_to(BENCH.parent)})"
