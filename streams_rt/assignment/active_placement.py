@@ -32,14 +32,16 @@ def general_assign(
     prior_load: Sequence[int] | None = None,
     bounds: JointBounds | None = None,
     spread: bool = True,
+    keep: Sequence[int] | None = None,
 ) -> list[int]:
     """Returns the target client of each task of `pool`. prior_load: for the stateless pool, active
     tasks each client already has; the pool then fills up the least loaded clients
     (quotas.filling_quotas). bounds: for the stateful pool, quotas.joint_bounds. Without `spread` (the
-    stateless pool only) the least loaded clients fill up regardless of the subtopology shares."""
+    stateless pool only) the least loaded clients fill up regardless of the subtopology shares. keep:
+    for the stateless pool, where each task stays if the quotas allow (default: its owner)."""
     capacities, lags = inputs.capacities, inputs.lags
     n = len(capacities)
-    owner = inputs.owner if prior_load is not None else least_lag_owners(inputs, pool)
+    owner = (keep or inputs.owner) if prior_load is not None else least_lag_owners(inputs, pool)
     prior = prior_load
     sizes = subtopology_sizes(pool, inputs.subtopology)
     quotas: list[int] | None = None  # equal capacities, several subtopologies: the targets choose (spread.py)

@@ -97,7 +97,10 @@ def assign(
             target = general_assign(inputs, pool, target_load if fills_up else None, None if fills_up else bounds)
         placed, moves = gate_to_caught_up(inputs, pool, target)
         if pool is stateless_pool and pending:  # this round: around where the moving tasks run meanwhile
-            placed = general_assign(inputs, pool, active_load, spread=False)
+            planned_owner = list(owner)
+            for t, d in zip(pool, target, strict=True):
+                planned_owner[t] = d
+            placed = general_assign(inputs, pool, active_load, spread=False, keep=planned_owner)
         pending.extend(moves)
         for t, c, d in zip(pool, placed, target, strict=True):
             planned[t] = c
