@@ -151,7 +151,7 @@ def _session_reduce_on_close() -> Topology:
     b = StreamsBuilder()
     (b.stream("input", S, S).group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(6, 2))
      .emit_strategy(EmitStrategy.on_window_close())
-     .reduce(lambda agg, v: j(agg) + j(v), "sreduced").to_stream().map(_session_key, S, S).to("out"))
+     .reduce(lambda agg, v: j(agg) + j(v), "sreduced", retention_ms=30).to_stream().map(_session_key, S, S).to("out"))
     return b.build()
 
 
@@ -177,7 +177,7 @@ def _windowed_count_on_close() -> Topology:
     b = StreamsBuilder()
     (b.stream("input", S, S).group_by_key().windowed_by(HoppingWindows(10, 5, grace_ms=2))
      .emit_strategy(EmitStrategy.on_window_close())
-     .count("wcounts-final").to_stream().map(_window_key, S, L).to("out"))
+     .count("wcounts-final", retention_ms=40).to_stream().map(_window_key, S, L).to("out"))
     return b.build()
 
 
@@ -210,7 +210,7 @@ def _joined(left: str | None, right: str | None) -> str:
 def _stream_stream_join() -> Topology:
     b = StreamsBuilder()
     left, right = b.stream("input", S, S), b.stream("input-2", S, S)
-    left.join(right, _joined, JoinWindows.of_time_difference_and_grace(5, 3), name="sj", store_name="sjs").to("out")
+    left.join(right, _joined, JoinWindows.of_time_difference_and_grace(15, 3), name="sj", store_name="sjs").to("out")
     return b.build()
 
 
@@ -300,7 +300,9 @@ REFERENCES: dict[str, Reference] = {
     "session_windows": Reference(_session_windows, _strings("input"),
                                  {"out-count": (S, L), "out-agg": (S, S)}),
     # Emit-on-window-close aggregations look for closed windows at most once per interval of
-    # wall-clock time: after every record, or every 10 ms of the drivers' clocks.
+    # wall-clock time: after every record, or every 10 ms of the drivers' clocks. Their stores
+    # keep windows longer than the default retention (window size, or gap, plus grace), with which
+    # an in-memory store has dropped a window by the time it closes and nothing would be emitted.
     "session_reduce_on_close": Reference(_session_reduce_on_close, _strings("input"), _strings("out"),
                                          {WINDOWED_AGGREGATION_EMIT_INTERVAL: 0}),
     "sliding_windows": Reference(_sliding_windows, _strings("input"), {"out-agg": (S, S), "out-count": (S, L)}),

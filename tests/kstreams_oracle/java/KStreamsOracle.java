@@ -186,7 +186,8 @@ public final class KStreamsOracle {
             input(b).groupByKey()
                 .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(6), Duration.ofMillis(2)))
                 .emitStrategy(EmitStrategy.onWindowClose())
-                .reduce((agg, v) -> agg + v, Materialized.<String, String, SessionStore<Bytes, byte[]>>as("sreduced"))
+                .reduce((agg, v) -> agg + v, Materialized.<String, String, SessionStore<Bytes, byte[]>>as("sreduced")
+                        .withRetention(Duration.ofMillis(30)))
                 .toStream((wk, v) -> sessionKey(wk)).to("out");
         }, topics("input", STRING, STRING), topics("out", STRING, STRING), Map.of("sreduced", STRING)));
 
@@ -215,7 +216,7 @@ public final class KStreamsOracle {
             input(b).groupByKey()
                 .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(2)).advanceBy(Duration.ofMillis(5)))
                 .emitStrategy(EmitStrategy.onWindowClose())
-                .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("wcounts-final"))
+                .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("wcounts-final").withRetention(Duration.ofMillis(40)))
                 .toStream((wk, v) -> wk.key() + "@" + wk.window().start()).to("out", Produced.with(STRING, LONG));
         }, topics("input", STRING, STRING), topics("out", STRING, LONG), Map.of("wcounts-final", LONG)));
 
@@ -244,7 +245,7 @@ public final class KStreamsOracle {
         REFERENCES.put("stream_stream_join", new Reference(b -> {
             final KStream<String, String> left = input(b);
             final KStream<String, String> right = b.stream("input-2", Consumed.with(STRING, STRING));
-            left.join(right, (l, r) -> l + "+" + r, JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(5), Duration.ofMillis(3)),
+            left.join(right, (l, r) -> l + "+" + r, JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(15), Duration.ofMillis(3)),
                       StreamJoined.<String, String, String>with(STRING, STRING, STRING).withName("sj").withStoreName("sjs"))
                 .to("out");
         }, topics("input", STRING, STRING, "input-2", STRING, STRING), topics("out", STRING, STRING)));
