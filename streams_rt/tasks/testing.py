@@ -29,10 +29,12 @@ from streams_rt.state.stores import InMemoryKeyValueStore, InMemoryWindowStore, 
 from streams_rt.state.stores.typed import TypedKeyValueStore, TypedWindowStore
 from streams_rt.tasks.execution.emit import KAFKA_EMIT_INTERVALS, EmitIntervals
 from streams_rt.tasks.execution.runner import DeserializationHandler, SubtopologyRunner
+from streams_rt.tasks.execution.suppress import buffer_summary
 from streams_rt.topology import Serde, Topology
 from streams_rt.topology.joins import LeftOrRightListSerde, OuterJoinKeySerde
 from streams_rt.topology.nodes import SinkNode, SourceNode
 from streams_rt.topology.serdes import TimestampedSerde
+from streams_rt.topology.suppress import SuppressBufferSerde
 
 
 @dataclass(frozen=True)
@@ -214,7 +216,8 @@ class TopologyTestDriver:
         """Every entry of a store across its tasks, deserialized: (key, value, timestamp) of a
         key-value store, (key, window start, window end, value, timestamp) of a window store (one
         per record for a join's), (key, session start, session end, value, None) of a session store,
-        (key, "left" or "right", value, timestamp) per record a left/outer join holds. The timestamp
+        (key, "left" or "right", value, timestamp) per record a left/outer join holds, ("records", n)
+        and ("min_time", t) of a suppress buffer holding n updates. The timestamp
         is None where the store keeps none (a processor's plain key-value store)."""
         definition = self.topology.stores[name]
         keys, stored = definition.key_serde, definition.stored_value_serde
@@ -228,7 +231,10 @@ class TopologyTestDriver:
 
         rows: list[tuple[Any, ...]] = []
         for store in self._stores_named(name):
-            if isinstance(keys, OuterJoinKeySerde):
+            if isinstance(keys, SuppressBufferSerde):
+                assert isinstance(store, KeyValueStore)
+                rows += buffer_summary(store)
+            elif isinstance(keys, OuterJoinKeySerde):
                 assert isinstance(store, KeyValueStore) and isinstance(stored, LeftOrRightListSerde)
                 for key, value in store.all():
                     held = keys.deserialize(key)

@@ -39,6 +39,7 @@ from streams_rt.topology.nodes import (
 from streams_rt.topology.processor import ProcessorSupplier
 from streams_rt.topology.serdes import Serde, Serdes
 from streams_rt.topology.stores import StoreDefinition, check_name
+from streams_rt.topology.suppress import Suppress, SuppressBufferSerde, Suppressed
 from streams_rt.topology.topology import Topology
 from streams_rt.topology.windowed import SessionWindowedStream, SlidingWindowedStream
 from streams_rt.topology.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows, WindowedSerde
@@ -534,6 +535,25 @@ class KTable:
                  value_serde: Serde[Any]) -> None:
         self._b, self.node, self.store = builder, node, store
         self.key_serde, self.value_serde = key_serde, value_serde
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """The table's updates held back (Kafka's KTable#suppress): until each window closes (a
+        windowed aggregation's table only) or for a time limit; see topology/suppress.py. The
+        result reads its values from this table's store (Kafka's view also looks in the buffer)."""
+        b = self._b
+        what = suppressed.name or "suppress"
+        if suppressed.final_results and self.window_close_ms is None:
+            raise TopologyError(what, "until_window_closes needs the table of a windowed aggregation "
+                                      "(windowed_by(...).count/reduce/aggregate) directly before it")
+        node_name = suppressed.name or b._name("KTABLE-SUPPRESS")
+        store = f"{suppressed.name}-store" if suppressed.name else b._name("KTABLE-SUPPRESS-STATE-STORE")
+        buffer = SuppressBufferSerde()
+        b.add_state_store(StoreDefinition(store, buffer, buffer, queryable=False))
+        op = Suppress(store, suppressed.final_results,
+                      (self.window_close_ms or 0) if suppressed.final_results else suppressed.time_limit_ms,
+                      suppressed.buffer, self.key_serde, self.value_serde)
+        node = b._processor(self.node, "KTABLE-SUPPRESS", op, (store,), name=node_name)
+        return KTable(b, node, self.store, self.key_serde, self.value_serde)
 
     def to_stream(self, name: str | None = None) -> KStream:
         """Every update of the table as a record (key, new value)."""

@@ -14,6 +14,7 @@ from streams_rt.topology.columns import Field, MapBatches, Split, Value, Words
 from streams_rt.topology.joins import JoinWindowPut, StreamStreamJoin
 from streams_rt.topology.processor import ProcessorSupplier
 from streams_rt.topology.serdes import Serde
+from streams_rt.topology.suppress import Suppress
 from streams_rt.topology.windowed import SessionAggregate, SlidingAggregate
 from streams_rt.topology.windows import TimeWindows
 
@@ -146,7 +147,7 @@ class Process:
 Operation = (
     Filter | Map | MapValues | FlatMap | FlatMapValues | SelectKey | Peek | Branch | Passthrough | Aggregate
     | TableSource | Join | Process | MapBatches | JoinWindowPut | StreamStreamJoin | SessionAggregate
-    | SlidingAggregate
+    | SlidingAggregate | Suppress
 )
 
 

@@ -22,6 +22,7 @@ from streams_rt.topology import (
     Topology,
 )
 from streams_rt.topology.joins import JoinWindows
+from streams_rt.topology.suppress import BufferConfig, Suppressed
 from streams_rt.topology.windows import (
     EmitStrategy,
     HoppingWindows,
@@ -181,6 +182,31 @@ def _windowed_count_on_close() -> Topology:
     return b.build()
 
 
+def _suppress_window_closes() -> Topology:
+    b = StreamsBuilder()
+    grouped = b.stream("input", S, S).group_by_key()
+    (grouped.windowed_by(TumblingWindows(10, grace_ms=2)).count("final-counts")
+     .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+     .to_stream().map(_window_key, S, L).to("out-windows"))
+    (grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 2))
+     .reduce(lambda agg, v: j(agg) + j(v), "final-sessions")
+     .suppress(Suppressed.until_window_closes(BufferConfig.of_max_records(100).shut_down_when_full(),
+                                              name="sessions-closed"))
+     .to_stream().map(_session_key, S, S).to("out-sessions"))
+    return b.build()
+
+
+def _suppress_time_limit() -> Topology:
+    b = StreamsBuilder()
+    grouped = b.stream("input", S, S).group_by_key()
+    (grouped.count("limited-counts").suppress(Suppressed.until_time_limit(7, BufferConfig.of_max_records(2)))
+     .to_stream().to("out-counts"))
+    (grouped.reduce(lambda agg, v: j(agg) + j(v), "limited-concat")
+     .suppress(Suppressed.until_time_limit(4, BufferConfig.unbounded(), name="concat-limit"))
+     .to_stream().to("out-concat"))
+    return b.build()
+
+
 def _table() -> Topology:
     b = StreamsBuilder()
     b.table("input", S, S, store="table-store").to_stream().to("out")
@@ -310,6 +336,10 @@ REFERENCES: dict[str, Reference] = {
                                          {WINDOWED_AGGREGATION_EMIT_INTERVAL: 10}),
     "windowed_count_on_close": Reference(_windowed_count_on_close, _strings("input"), {"out": (S, L)},
                                          {WINDOWED_AGGREGATION_EMIT_INTERVAL: 0}),
+    "suppress_window_closes": Reference(_suppress_window_closes, _strings("input"),
+                                        {"out-windows": (S, L), "out-sessions": (S, S)}),
+    "suppress_time_limit": Reference(_suppress_time_limit, _strings("input"),
+                                     {"out-counts": (S, L), "out-concat": (S, S)}),
     "table": Reference(_table, _strings("input"), _strings("out")),
     "stream_table_join": Reference(_stream_table_join, _strings("input", "table-input"),
                                    _strings("out-inner", "out-left")),

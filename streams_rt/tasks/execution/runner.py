@@ -55,6 +55,7 @@ from streams_rt.tasks.execution.stateless import (
     SelectKeyExec,
 )
 from streams_rt.tasks.execution.stream_joins import JoinWindowExec, StreamJoinExec
+from streams_rt.tasks.execution.suppress import SuppressExec
 from streams_rt.tasks.execution.tables import JoinExec, TableSourceExec
 from streams_rt.tasks.execution.window_close import WindowCloseAggregateExec
 from streams_rt.topology import Subtopology, Topology
@@ -79,6 +80,7 @@ from streams_rt.topology.nodes import (
     SourceNode,
     TableSource,
 )
+from streams_rt.topology.suppress import Suppress
 from streams_rt.topology.topology import internal_name
 from streams_rt.topology.windowed import SessionAggregate, SlidingAggregate
 
@@ -194,6 +196,10 @@ class SubtopologyRunner:
             return self._stream_join(node.name, op)
         if isinstance(op, (SessionAggregate, SlidingAggregate)):
             return self._windowed(node.name, op)
+        if isinstance(op, Suppress):
+            buffer = self._stores[op.store]
+            assert isinstance(buffer, KeyValueStore)
+            return SuppressExec(node.name, op, buffer)
         if isinstance(op, Process):
             typed = {name: self._typed_store(name) for name in op.stores}
             return ProcessExec(node.name, op.supplier(), self.task, typed, self.time)

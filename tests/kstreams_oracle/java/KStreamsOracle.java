@@ -53,6 +53,7 @@ import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
+import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.processor.PunctuationType;
@@ -68,6 +69,7 @@ import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.internals.LeftOrRightValue;
+import org.apache.kafka.streams.state.internals.TimeOrderedKeyValueBuffer;
 import org.apache.kafka.streams.state.internals.TimestampedKeyAndJoinSide;
 import org.apache.kafka.streams.state.internals.WrappedStateStore;
 
@@ -219,6 +221,30 @@ public final class KStreamsOracle {
                 .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("wcounts-final").withRetention(Duration.ofMillis(40)))
                 .toStream((wk, v) -> wk.key() + "@" + wk.window().start()).to("out", Produced.with(STRING, LONG));
         }, topics("input", STRING, STRING), topics("out", STRING, LONG), Map.of("wcounts-final", LONG)));
+
+        REFERENCES.put("suppress_window_closes", new Reference(b -> {
+            final KGroupedStream<String, String> grouped = input(b).groupByKey();
+            grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(2)))
+                .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("final-counts"))
+                .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                .toStream((wk, v) -> wk.key() + "@" + wk.window().start()).to("out-windows", Produced.with(STRING, LONG));
+            grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(5), Duration.ofMillis(2)))
+                .reduce((agg, v) -> agg + v, Materialized.<String, String, SessionStore<Bytes, byte[]>>as("final-sessions"))
+                .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.maxRecords(100).shutDownWhenFull())
+                              .withName("sessions-closed"))
+                .toStream((wk, v) -> sessionKey(wk)).to("out-sessions");
+        }, topics("input", STRING, STRING), topics("out-windows", STRING, LONG, "out-sessions", STRING, STRING),
+            Map.of("final-counts", LONG, "final-sessions", STRING)));
+
+        REFERENCES.put("suppress_time_limit", new Reference(b -> {
+            final KGroupedStream<String, String> grouped = input(b).groupByKey();
+            grouped.count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("limited-counts"))
+                .suppress(Suppressed.untilTimeLimit(Duration.ofMillis(7), Suppressed.BufferConfig.maxRecords(2)))
+                .toStream().to("out-counts", Produced.with(STRING, LONG));
+            grouped.reduce((agg, v) -> agg + v, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("limited-concat"))
+                .suppress(Suppressed.untilTimeLimit(Duration.ofMillis(4), Suppressed.BufferConfig.unbounded()).withName("concat-limit"))
+                .toStream().to("out-concat");
+        }, topics("input", STRING, STRING), topics("out-counts", STRING, LONG, "out-concat", STRING, STRING)));
 
         REFERENCES.put("table", new Reference(b -> {
             b.table("input", Consumed.with(STRING, STRING),
@@ -477,6 +503,14 @@ public final class KStreamsOracle {
 
     private static ArrayNode storeRows(final TopologyTestDriver driver, final String name, final Reference reference) {
         final ArrayNode rows = JsonLines.JSON.createArrayNode();
+        if (driver.getAllStateStores().get(name) instanceof TimeOrderedKeyValueBuffer<?, ?, ?> buffer) {
+            // a suppress buffer, which exposes no iteration: how many updates it holds, and the earliest time
+            if (buffer.numRecords() > 0) {
+                rows.addArray().add("records").add(buffer.numRecords());
+                rows.addArray().add("min_time").add(buffer.minTimestamp());
+            }
+            return rows;
+        }
         if (driver.getSessionStore(name) != null) {
             return sessionRows(driver.getAllStateStores().get(name), reference.storeValues().get(name));
         }
