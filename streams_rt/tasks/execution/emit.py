@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from streams_rt.tasks.execution.base import Exec
+
 OUTER_JOIN_EMIT_INTERVAL = "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__"
 WINDOWED_AGGREGATION_EMIT_INTERVAL = "__emit.interval.ms.kstreams.windowed.aggregation__"
 LONG_MAX = 2**63 - 1
@@ -84,3 +86,21 @@ class WindowCloseEmitter:
 
     def restore(self, name: str, times: Mapping[str, int]) -> None:
         self.last_emit_close_ms = times.get(f"{name}@last-emit-close", -1)
+
+
+class ClosingAggregateExec(Exec):
+    """A windowed aggregation that may emit on window close: its emitter's last close time is kept
+    with the node's stream time (saved with each commit, restored on a restart or a move)."""
+
+    emitter: WindowCloseEmitter | None = None
+
+    def saved_times(self) -> dict[str, int]:
+        times = super().saved_times()
+        if self.emitter is not None:
+            times.update(self.emitter.saved(self.name))
+        return times
+
+    def restore_times(self, times: Mapping[str, int]) -> None:
+        super().restore_times(times)
+        if self.emitter is not None:
+            self.emitter.restore(self.name, times)

@@ -7,17 +7,17 @@ emit-on-window-close, each session is forwarded once, when it has closed, instea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
-from streams_rt.tasks.execution.base import Exec, SkipCounter, UserCodeError
+from streams_rt.tasks.execution.base import SkipCounter, UserCodeError
 from streams_rt.tasks.execution.caching import CachedSessions
 from streams_rt.tasks.execution.chunk import Chunk, Rec
-from streams_rt.tasks.execution.emit import WindowCloseEmitter
+from streams_rt.tasks.execution.emit import ClosingAggregateExec, WindowCloseEmitter
 from streams_rt.topology.record import Windowed
 from streams_rt.topology.windowed import SessionAggregate
 
 
-class SessionAggregateExec(Exec):
+class SessionAggregateExec(ClosingAggregateExec):
     def __init__(self, name: str, op: SessionAggregate, sessions: CachedSessions, emitter: WindowCloseEmitter | None,
                  wall_clock: Callable[[], int]) -> None:
         super().__init__(name)
@@ -75,15 +75,4 @@ class SessionAggregateExec(Exec):
                 for key, start, end, value in self.sessions.find_ending(lower, upper)]
         self.forward_rows(rows)
         emitter.last_emit_close_ms = close
-
-    def saved_times(self) -> dict[str, int]:
-        times = super().saved_times()
-        if self.emitter is not None:
-            times.update(self.emitter.saved(self.name))
-        return times
-
-    def restore_times(self, times: Mapping[str, int]) -> None:
-        super().restore_times(times)
-        if self.emitter is not None:
-            self.emitter.restore(self.name, times)
 

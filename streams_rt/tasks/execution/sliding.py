@@ -10,13 +10,13 @@ emit-on-window-close, once each, when it closes)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from streams_rt.tasks.execution.base import Exec, SkipCounter, UserCodeError
+from streams_rt.tasks.execution.base import SkipCounter, UserCodeError
 from streams_rt.tasks.execution.caching import CachedWindowRanges
 from streams_rt.tasks.execution.chunk import Chunk, Rec
-from streams_rt.tasks.execution.emit import WindowCloseEmitter
+from streams_rt.tasks.execution.emit import ClosingAggregateExec, WindowCloseEmitter
 from streams_rt.topology.record import Windowed
 from streams_rt.topology.windowed import SlidingAggregate
 
@@ -24,7 +24,7 @@ from streams_rt.topology.windowed import SlidingAggregate
 Agg = tuple[Any, int] | None
 
 
-class SlidingAggregateExec(Exec):
+class SlidingAggregateExec(ClosingAggregateExec):
     def __init__(self, name: str, op: SlidingAggregate, windows: CachedWindowRanges,
                  emitter: WindowCloseEmitter | None, wall_clock: Callable[[], int]) -> None:
         super().__init__(name)
@@ -174,14 +174,3 @@ class SlidingAggregateExec(Exec):
                 for key, start, value, timestamp in self.windows.fetch_all(lower, upper)]
         self.forward_rows(rows)
         emitter.last_emit_close_ms = close
-
-    def saved_times(self) -> dict[str, int]:
-        times = super().saved_times()
-        if self.emitter is not None:
-            times.update(self.emitter.saved(self.name))
-        return times
-
-    def restore_times(self, times: Mapping[str, int]) -> None:
-        super().restore_times(times)
-        if self.emitter is not None:
-            self.emitter.restore(self.name, times)

@@ -6,18 +6,18 @@ EmitStrategy.onWindowClose()."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from streams_rt.tasks.execution.aggregation import WindowedAggregateExec
 from streams_rt.tasks.execution.caching import CachedWindowRanges
 from streams_rt.tasks.execution.chunk import Chunk, Rec
-from streams_rt.tasks.execution.emit import WindowCloseEmitter
+from streams_rt.tasks.execution.emit import ClosingAggregateExec, WindowCloseEmitter
 from streams_rt.topology.nodes import Aggregate
 from streams_rt.topology.record import Windowed
 from streams_rt.topology.windows import TimeWindows
 
 
-class WindowCloseAggregateExec(WindowedAggregateExec):
+class WindowCloseAggregateExec(WindowedAggregateExec, ClosingAggregateExec):
     def __init__(self, name: str, op: Aggregate, spec: TimeWindows, windows: CachedWindowRanges,
                  emitter: WindowCloseEmitter, wall_clock: Callable[[], int]) -> None:
         super().__init__(name, op, spec, windows)
@@ -32,6 +32,7 @@ class WindowCloseAggregateExec(WindowedAggregateExec):
 
     def _emit_closed(self, record: Rec, close: int) -> None:
         emitter, size = self.emitter, self.spec.size_ms
+        assert emitter is not None  # given at construction
         if not emitter.should_emit(close, self.wall_clock()):
             return
         upper = close - size
@@ -45,10 +46,3 @@ class WindowCloseAggregateExec(WindowedAggregateExec):
                 for key, start, value, timestamp in self.ranges.fetch_all(lower, upper)]
         self.forward_rows(rows)
         emitter.last_emit_close_ms = close
-
-    def saved_times(self) -> dict[str, int]:
-        return {**super().saved_times(), **self.emitter.saved(self.name)}
-
-    def restore_times(self, times: Mapping[str, int]) -> None:
-        super().restore_times(times)
-        self.emitter.restore(self.name, times)
