@@ -163,8 +163,8 @@ class SubtopologyRunner:
                     full = internal_name(application_id, topic) if node.internal else topic
                     self._sources[full] = (node, self._execs[node.name])
         # Sources whose every child takes whole columns decode to Arrow, the others to Python values.
-        self._columnar_sources = {name: all(getattr(child, "columnar", False) for child in exec_node.children)
-                                  for name, exec_node in self._execs.items()}
+        self._columnar_sources = {source.name: all(child.columnar for child in source_exec.children)
+                                  for source, source_exec in self._sources.values()}
 
     # -- building ----------------------------------------------------------------------------
     def _build(self, node: Node, application_id: str) -> Exec:
@@ -309,7 +309,8 @@ class SubtopologyRunner:
     def process(self, batch: Mapping[Any, Sequence[Message]]) -> None:
         """Process one batch: the records of each input partition, in offset order."""
         merged = merge_by_timestamp([records for records in batch.values() if records])
-        self.time.start_chunk([ts[1] for ts in map(_timestamp_pair, merged)])
+        if self._processors:  # the task's stream time drives their punctuations, nothing else
+            self.time.start_chunk([ts[1] for ts in map(_timestamp_pair, merged)])
         position = 0
         for topic, run in itertools.groupby(merged, key=_topic):
             records = list(run)
