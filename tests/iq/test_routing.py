@@ -77,7 +77,8 @@ def test_the_group_view_names_each_tasks_active_and_standby_hosts() -> None:
     layout = topology.layout("app", {"iq-views-t": 3})
     catalog = store_catalog(topology, layout)
     assert {n: (s.subtopology, s.partitions, s.windowed) for n, s in catalog.items()} == {
-        "by-length": (1, 3, False), "page-counts": (0, 3, False), "page-windows": (0, 3, True)}
+        "by-length": (1, 3, False), "page-counts": (0, 3, False), "page-sessions": (0, 3, True),
+        "page-windows": (0, 3, True)}
     a, b = HostInfo("h", 1), HostInfo("h", 2)
     view = GroupView(layout, 4,
                      {a: (TopicPartition("iq-views-t", 0), TopicPartition("app-lengths-repartition", 1)),
