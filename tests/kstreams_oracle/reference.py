@@ -4,7 +4,7 @@ of the topics scenarios write (inputs) and read (outputs)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from streams_rt.topology import Serde, Serdes, Topology
@@ -14,9 +14,12 @@ S, L = Serdes.string(), Serdes.int64()
 
 @dataclass(frozen=True)
 class Reference:
+    """`properties`: what both drivers get (Kafka's names)."""
+
     build: Callable[[], Topology]
     inputs: dict[str, tuple[Serde[Any], Serde[Any]]]
     outputs: dict[str, tuple[Serde[Any], Serde[Any]]]
+    properties: dict[str, Any] = field(default_factory=dict)
 
 
 def strings(*topics: str) -> dict[str, tuple[Serde[Any], Serde[Any]]]:
