@@ -72,6 +72,7 @@ class JoinWindows:
 class JoinKind(enum.Enum):
     INNER = "inner"
     LEFT = "left"
+    RIGHT = "right"  # the other side of a table-table left join (table joins only)
     OUTER = "outer"
 
 

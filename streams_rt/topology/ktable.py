@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from streams_rt.topology.changes import ChangedSerde
 from streams_rt.topology.errors import TopologyError
+from streams_rt.topology.joins import JoinKind
 from streams_rt.topology.nodes import Node, ProcessorNode, TableSource
 from streams_rt.topology.serdes import Serde, Serdes
 from streams_rt.topology.stores import StoreDefinition
@@ -24,7 +25,6 @@ from streams_rt.topology.table_ops import (
     FilterGetter,
     Getter,
     JoinGetter,
-    JoinKind,
     MapValuesGetter,
     StoreGetter,
     TableAggregate,

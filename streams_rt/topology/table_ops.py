@@ -9,19 +9,12 @@ not here."""
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from streams_rt.topology.joins import JoinKind
 from streams_rt.topology.serdes import Serde
-
-
-class JoinKind(enum.Enum):
-    INNER = "inner"
-    LEFT = "left"
-    RIGHT = "right"  # the other side of a left join
-    OUTER = "outer"
 
 
 # -- value getters -------------------------------------------------------------------------------

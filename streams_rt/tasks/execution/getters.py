@@ -9,9 +9,10 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from streams_rt.tasks.execution.caching import CachedKeyValue, CachedWindows
+from streams_rt.topology.joins import JoinKind
 from streams_rt.topology.record import Windowed
 from streams_rt.topology.stores import StoreDefinition
-from streams_rt.topology.table_ops import FilterGetter, Getter, JoinGetter, JoinKind, MapValuesGetter, StoreGetter
+from streams_rt.topology.table_ops import FilterGetter, Getter, JoinGetter, MapValuesGetter, StoreGetter
 
 Found = tuple[Any, int] | None  # (value, timestamp), or None: no value
 Lookup = Callable[[Any], Found]

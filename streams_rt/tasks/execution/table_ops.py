@@ -21,9 +21,9 @@ from streams_rt.tasks.execution.caching import CachedKeyValue
 from streams_rt.tasks.execution.chunk import Chunk, Rec
 from streams_rt.tasks.execution.getters import StoreAccess, lookup
 from streams_rt.topology.changes import Change
+from streams_rt.topology.joins import JoinKind
 from streams_rt.topology.nodes import Join, ProcessorNode, TableSource
 from streams_rt.topology.table_ops import (
-    JoinKind,
     TableAggregate,
     TableFilter,
     TableJoin,
