@@ -17,7 +17,7 @@ from streams_rt.topology.cogroup import CogroupedKStream
 from streams_rt.topology.columns import Field, MapBatches, Split, Value, Words
 from streams_rt.topology.errors import TopologyError
 from streams_rt.topology.joins import JoinKind, JoinWindowPut, JoinWindows, join_sides, plan_join
-from streams_rt.topology.ktable import KTableOperations, SourceOrigin, StoreOrigin, TableOrigin
+from streams_rt.topology.ktable import KTableOperations, SourceOrigin, StoreOrigin, TableOrigin, read_values
 from streams_rt.topology.nodes import (
     REDUCE_START,
     Aggregate,
@@ -312,7 +312,7 @@ class KStream:
         if self.key_changed:
             raise TopologyError(name or "join", "the stream's key may have changed since its source: call "
                                                 "repartition(name) before joining it with a table")
-        getter = table._origin.getter()
+        getter = read_values(table, name or "join")
         joined = self._next("KSTREAM-JOIN", Join(getter, joiner, left), value_serde=value_serde,
                             stores=getter_stores(getter), name=name)
         self._b._copartitioned.append(frozenset({*_source_names(self.node), *_source_names(table.node)}))

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streams_rt.topology.errors import TopologyError
-from streams_rt.topology.ktable import SourceOrigin, _source_names
+from streams_rt.topology.ktable import SourceOrigin, _source_names, read_values
 from streams_rt.topology.nodes import SinkNode, SourceNode, TableSource
 from streams_rt.topology.serdes import Serde
 from streams_rt.topology.stores import StoreDefinition, check_name
@@ -69,7 +69,7 @@ def foreign_key_join(this: KTable, other: KTable, extractor: Callable[[Any], Any
                                       subscriptions, timestamped=True, queryable=False))
     receive = b._processor(source, "", SubscriptionReceive(subscription_store), (subscription_store,),
                            named("-subscription-receive", _FK + "SUBSCRIPTION-PROCESSOR"))
-    foreign = other._origin.getter()
+    foreign = read_values(other, name or "foreign-key join")
     answer = b._processor(receive, "", SubscriptionJoin(foreign), getter_stores(foreign),
                           named("-subscription-join-foreign", _FK + "SUBSCRIPTION-PROCESSOR"))
     changes = b._processor(other.node, "", ForeignTableJoin(subscription_store), (subscription_store,),
@@ -87,7 +87,7 @@ def foreign_key_join(this: KTable, other: KTable, extractor: Callable[[Any], Any
                                         internal=True))
     b._copartitioned.append(frozenset({*_source_names(this.node), response_source.name}))
 
-    primary = this._origin.getter()
+    primary = read_values(this, name or "foreign-key join")
     resolver = b._processor(response_source, "", ResponseJoin(primary, this.value_serde, joiner, left),
                             getter_stores(primary),
                             named("-subscription-response-resolver", _FK + "SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR"))

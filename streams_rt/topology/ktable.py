@@ -150,6 +150,18 @@ class JoinOrigin:
         return JoinGetter(self.kind, this._origin.getter(), other._origin.getter(), self.joiner)
 
 
+def read_values(table: KTable, operation: str) -> Getter:
+    """How `operation` reads the table's values (its getter). A session-windowed table's cannot be
+    read yet (Kafka reads them through its session store's view, which is not built here): a
+    clear error rather than a wrong answer."""
+    getter = table._origin.getter()
+    for store in getter_stores(getter):
+        if table._b._stores[store].sessions:
+            raise TopologyError(operation, f"reads the values of a session-windowed table (store {store}), "
+                                           "which is not supported yet; join its to_stream() records instead")
+    return getter
+
+
 def _reverse(joiner: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     return lambda other, this: joiner(this, other)
 
@@ -245,7 +257,7 @@ class KTableOperations:
             self._origin.enable_old_values(True)
         if kind is JoinKind.OUTER:
             other._origin.enable_old_values(True)
-        this_getter, other_getter = self._origin.getter(), other._origin.getter()
+        this_getter, other_getter = read_values(self._self(), merge_name), read_values(other, merge_name)
         other_kind = JoinKind.RIGHT if kind is JoinKind.LEFT else kind  # a left join's other side
         this_name = b._name_or(name and f"{name}-join-this", "KTABLE-JOINTHIS")
         other_name = b._name_or(name and f"{name}-join-other", "KTABLE-JOINOTHER")

@@ -24,6 +24,7 @@ from streams_rt.topology.subscriptions import (
     Subscription,
     SubscriptionSerde,
 )
+from streams_rt.topology.windows import SessionWindows
 
 S, L = Serdes.string(), Serdes.int64()
 
@@ -134,3 +135,13 @@ def test_a_grouped_tables_count_sum_and_mean_follow_its_entries(updates: list[tu
         values: list[Any] = groups[group]
         assert means[group]["count"] == len(values)
         assert means[group]["mean"] == (sum(values) / len(values) if values else None)
+
+
+def test_a_join_that_would_read_a_session_windowed_table_is_refused_by_name() -> None:
+    b = StreamsBuilder()
+    sessions = b.stream("clicks", S, S).group_by_key().windowed_by(SessionWindows(10)).count("sessions")
+    other = b.table("t", S, S, store="t")
+    with pytest.raises(TopologyError, match="session-windowed table .store sessions"):
+        sessions.join(other, lambda n, v: v)
+    with pytest.raises(TopologyError, match="session-windowed"):
+        b.stream("s", S, S).join(sessions.filter(lambda k, n: n > 1), lambda v, n: v, name="by-session")
