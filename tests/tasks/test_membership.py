@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streams_rt.config import resolve
-from streams_rt.coordinator.user_data import AssignmentContent, StreamsUserDataCodec
+from streams_rt.coordinator.user_data import AssignmentContent, RoundContent, StreamsUserDataCodec
 from streams_rt.protocol import AssignorError, RebalanceProtocol, TaskId
 from streams_rt.rpc.errors import GroupError
 from streams_rt.rpc.messages import HeartbeatResponse, JoinResponse, SyncResponse
@@ -56,8 +56,8 @@ def make(now: int = 0, **kw: Any) -> Membership:
 
 def assignment(gen: int, active: list[TaskId], version: int = 11, common: int = 11,
                code: AssignorError = AssignorError.NONE, protocol: str = "COOPERATIVE") -> SyncAnswered:
-    content = AssignmentContent(active_tasks=tuple(active), error_code=code)
-    data = StreamsUserDataCodec().encode_assignment(version, common, content)
+    data = StreamsUserDataCodec().encode_assignment(version, common, AssignmentContent(tuple(active)),
+                                                    RoundContent(error_code=code))
     return SyncAnswered(SyncResponse(ready=True, generation=gen, protocol=protocol, user_data=data))
 
 
