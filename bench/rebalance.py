@@ -16,7 +16,7 @@ one good member joins after them; printed: how long the good member waited for i
 against its session.timeout.ms. The last line is `ratio <2,000 ms / the 1,000-member round>
 target 1.00` (above 1: a 1,000-member round under 2 s). Every figure line ends with the load
 average: on a shared machine a figure taken under load is indicative only.
-Usage: .venv/bin/python bench/rebalance.py [--members 10 100 500 1000 2000] [--rounds 5] [--silent 1000]"""
+Usage: .venv/bin/python bench/rebalance.py [--members 10 100 500 1000 [2000]] [--rounds 5] [--silent 1000]"""
 
 from __future__ import annotations
 
@@ -154,10 +154,7 @@ def worker(address: str, app: str, first: int, count: int, heartbeat_ms: int) ->
     for m in members:
         m.start()
     sys.stdin.read()
-    for m in members:
-        m.close(leave=False, timeout_s=2)
-    for c in shared.clients:
-        c.close()
+    os._exit(0)  # the coordinator goes too: closing each member would wait out its held heartbeat
 
 
 def silent_worker(address: str, app: str, first: int, count: int, session_ms: int) -> None:
@@ -309,7 +306,9 @@ def main() -> None:
         roles[sys.argv[1]](sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
         return
     ap = argparse.ArgumentParser()
-    ap.add_argument("--members", type=int, nargs="+", default=[10, 100, 500, 1_000, 2_000])
+    # 2,000 members (`--members 2000`) need more than a shared 2-core machine: 2,000 held heartbeats are
+    # 2,000 coordinator threads and the members 4,000 more (on the development machine, load 450).
+    ap.add_argument("--members", type=int, nargs="+", default=[10, 100, 500, 1_000])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--processes", type=int, default=4)
     ap.add_argument("--heartbeat-ms", type=int, default=3_000, help="heartbeat.interval.ms (Kafka's default)")

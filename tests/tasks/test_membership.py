@@ -90,7 +90,7 @@ def test_first_join_sends_the_subscription_and_waits_for_the_round() -> None:
                             subscription_version=11, reported_active=frozenset(), standby=frozenset())
     assert m.poll() == []  # nothing more while the join is in flight
     m.handle(JoinAnswered(JoinResponse(member_id="m1")), 0)
-    assert m.poll() == [SendSync("m1", -1, 500)]
+    assert m.poll() == [SendSync("m1", -1, 3_333)]  # a third of the session (10 s), at most 5 s
     assert m.handle(SyncAnswered(SyncResponse(ready=False)), 0) == [] and m.state is MemberState.SYNCING
 
 
