@@ -48,8 +48,9 @@ def render_status(status: Mapping[str, Any]) -> str:
         f"({', '.join(f'{n} {s}' for s, n in sorted(states.items())) or 'none'})",
         "",
     ]
-    lines += _table(["HOST", "ENDPOINT", "VERSION", "ACTIVE", "STANDBY", "WARMUP"], [
-        [h["name"] + (" (draining)" if h.get("draining") else ""), h["endpoint"] or "-", _version(h),
+    lines += _table(["HOST", "PID", "ENDPOINT", "VERSION", "ACTIVE", "STANDBY", "WARMUP"], [
+        [h["name"] + (" (draining)" if h.get("draining") else ""), str(h.get("pid") or "-"), h["endpoint"] or "-",
+         _version(h),
          _tasks(h["active"]), _tasks(h["standby"]), _tasks(h["warmup"])]
         for h in status["hosts"]
     ])

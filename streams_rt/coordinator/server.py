@@ -367,7 +367,7 @@ class CoordinatorServer(SecureFlightServer):
         reports = parse_reports(req.tasks)
         with self._cond:
             self._group.check_generation(member_id=req.member_id, instance_id=None, generation=req.generation)
-            self._task_reports.record(req.member_id, req.generation, req.endpoint, reports)
+            self._task_reports.record(req.member_id, req.generation, req.endpoint, reports, req.pid or None)
         return ReportTasksResponse()
 
     def _task_status(self, req: TaskStatusRequest) -> TaskStatusResponse:

@@ -554,7 +554,8 @@ class TaskHost:
             opened = {t: (r.core.phase, r.positions()) for t, r in list(self._view.items())}
             tasks = reported_tasks(opened, member.active)
             request = ReportTasksRequest(group_id=self.settings.member.application_id, member_id=member.member_id,
-                                         generation=member.generation, endpoint=self.endpoint, tasks=tasks)
+                                         generation=member.generation, endpoint=self.endpoint, tasks=tasks,
+                                         pid=os.getpid())
             try:
                 response = self._report_client.call(request, ReportTasksResponse)
             except (CoordinatorUnavailable, AuthenticationRefused) as e:
