@@ -138,7 +138,8 @@ class CoordinatorServer(SecureFlightServer):
         self._ticker = threading.Thread(target=self._tick_loop, name="coordinator-ticker", daemon=True)
         self._ticker.start()
         try:
-            super().__init__(f"coordinator of {group.group_id}", host, port, secret=secret, tls=tls)
+            super().__init__(f"coordinator of {group.group_id}", host, port, secret=secret, tls=tls,
+                             bind_key="coordinator.host")
         except BaseException:
             self._stop_threads()
             raise

@@ -172,7 +172,8 @@ class Coordinator:
         self._discovery: tuple[Path, CoordinatorFile] | None = None
         try:
             if config.http_enabled:
-                self._http = HttpEndpoint(self.status, config.http_host, config.http_port)
+                self._http = HttpEndpoint(self.status, config.http_host, config.http_port, secret=self.secret,
+                                          tls_files=settings.server_tls_files())
             if discovery_dir is not None:
                 pid, started = this_process()
                 found = CoordinatorFile(config.application_id, self.address, self.http_url, pid, started,

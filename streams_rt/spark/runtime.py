@@ -36,7 +36,10 @@ from streams_rt.spark.source import (
 )
 from streams_rt.spark.store_columns import store_schema
 from streams_rt.spark.store_source import NAME as STORE_SOURCE
+from streams_rt.spark.store_source import SECRET_OPTION as STORE_SECRET_OPTION
 from streams_rt.spark.store_source import TIMEOUT_MS, StoreDataSource
+from streams_rt.spark.store_source import TLS_OPTION as STORE_TLS_OPTION
+from streams_rt.spark.store_source import TRUSTSTORE_OPTION as STORE_TRUSTSTORE_OPTION
 from streams_rt.tasks.output import OutputSchema
 from streams_rt.tasks.release_stand_in import ReleaseStandIn
 
@@ -129,6 +132,13 @@ class StreamsRuntime:
                    "schema": store_schema(info.key_serde.name, info.value_serde.name),
                    "hosts": ",".join(self.query_endpoints()), "timeout_ms": str(timeout_ms),
                    "at_batch": "" if at_batch is None else str(at_batch)}
+        secret, truststore = self.app.coordinator.secret, self.config.get("rpc.ssl.truststore.location")
+        if secret is not None:
+            options[STORE_SECRET_OPTION] = secret.token
+        if self.config.get("rpc.ssl.enabled"):
+            options[STORE_TLS_OPTION] = "true"
+            if truststore is not None:
+                options[STORE_TRUSTSTORE_OPTION] = str(truststore)
         return self.spark.read.format(STORE_SOURCE).options(**options).load()
 
     def query_endpoints(self) -> list[str]:

@@ -633,7 +633,8 @@ class BatchServer(SecureFlightServer):
     driver handed this process), as the coordinator is."""
 
     def __init__(self, host: TaskHost, bind_host: str, port: int, tls: TlsIdentity | None = None) -> None:
-        super().__init__("task host batch endpoint", bind_host, port, secret=SharedSecret.from_environment(), tls=tls)
+        super().__init__("task host batch endpoint", bind_host, port, secret=SharedSecret.from_environment(), tls=tls,
+                         bind_key="the host file's bind_host")
         self._host = host
         self._thread = threading.Thread(target=self.serve, name="streams-rt-batches", daemon=True)
 
