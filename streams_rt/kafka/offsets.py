@@ -21,6 +21,9 @@ from streams_rt.protocol import TopicPartition
 # the cached leader epoch is older than the broker's (FENCED_LEADER_EPOCH) until that refresh.
 LIST_OFFSETS_RETRIABLE = RETRIABLE | {KafkaError._NOENT, KafkaError.UNKNOWN_LEADER_EPOCH,
                                       KafkaError.FENCED_LEADER_EPOCH}
+# Each attempt's own timeout: a request to a broker that died waits out its whole timeout (no error
+# comes back), so one long attempt kept the caller waiting 10 s after a leader had moved elsewhere.
+ATTEMPT_S = 2.0
 
 
 class BrokerUnreachable(RuntimeError):
@@ -44,7 +47,8 @@ def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeou
         futures = admin.list_offsets({KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.latest()
                                       for tp in wanted},
                                      isolation_level=IsolationLevel.READ_COMMITTED if read_committed
-                                     else IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout_s)
+                                     else IsolationLevel.READ_UNCOMMITTED,
+                                     request_timeout=max(0.5, min(ATTEMPT_S, deadline - time.monotonic())))
         try:
             return {TopicPartition(k.topic, k.partition): f.result().offset for k, f in futures.items()}
         except KafkaException as exc:

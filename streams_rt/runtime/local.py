@@ -18,6 +18,8 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
+from streams_rt.config import resolve
+from streams_rt.config.registry import REPLICATION_FACTOR
 from streams_rt.coordinator.service import Coordinator, start_coordinator
 from streams_rt.kafka.offsets import end_offsets
 from streams_rt.protocol import TaskId
@@ -102,7 +104,9 @@ class LocalApplication:
         self._admin = AdminClient({"bootstrap.servers": self.bootstrap})
         self.partitions = source_partitions(self._admin, self.topology)
         self.layout = self.topology.layout(self.application_id, self.partitions)
-        ensure_internal_topics(self._admin, self.topology, self.layout)
+        # replication.factor for every internal topic, as Kafka Streams' InternalTopicManager makes them
+        ensure_internal_topics(self._admin, self.topology, self.layout,
+                               replication_factor=resolve(self.properties).get(REPLICATION_FACTOR))
         check_output_topics(self._admin, self.topology)
         changelogs = task_changelogs(self.topology, self.layout)
         sources = {sub: list(topics) for sub, topics in self.layout.inputs.items()}

@@ -49,12 +49,13 @@ def wait_for_leaders(admin: AdminClient, topics: Collection[str], timeout_s: flo
         time.sleep(0.1)
 
 
-def create_smoke_topics(bootstrap: str) -> str:
-    """The smoke application's input and output topics under a fresh suffix; the suffix."""
+def create_smoke_topics(bootstrap: str, replication: int = 1) -> str:
+    """The smoke application's input and output topics under a fresh suffix, with `replication`
+    replicas each; the suffix."""
     suffix = f"-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topics = [f"{INPUT}{suffix}", *(f"{name}{suffix}" for name in OUTPUTS)]
-    for future in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics]).values():
+    for future in admin.create_topics([NewTopic(t, PARTITIONS, replication) for t in topics]).values():
         future.result()
     wait_for_leaders(admin, topics)
     return suffix
@@ -144,7 +145,7 @@ class FaultRun:
                  records: list[tuple[str, int]] | None = None, duration_s: float = 20.0,
                  batch_records: int = 300, **props: Any) -> None:
         self.bootstrap, self.guarantee = bootstrap, guarantee
-        self.suffix = create_smoke_topics(bootstrap)
+        self.suffix = create_smoke_topics(bootstrap, int(props.get("replication.factor", 1)))
         self.ownership_log = work_dir / "ownership.log"
         properties = {"application.id": f"faults-{uuid.uuid4().hex[:10]}", "bootstrap.servers": bootstrap,
                       "processing.guarantee": guarantee, "task.ownership.log": str(self.ownership_log),
