@@ -5,27 +5,57 @@ VENV_PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 KAFKA_LIBS := jvm/target/kafka-libs
 JARS_STAMP := $(KAFKA_LIBS)/.resolved
+KAFKA_LIBS_PREVIOUS := jvm/target/kafka-libs-previous
 PYTEST_ARGS ?=
+# Tests that start no broker, no Spark and no JVM (`make test-fast`); markers are in pyproject.toml, and
+# tests/conftest.py marks every test that uses the broker or Spark fixtures.
+PURE := not broker and not spark and not jvm and not local_cluster and not faults and not faults_short \
+        and not upgrade_runbook and not package and not python_versions
+# Marked runs of their own, outside `make test`: the package in fresh virtualenvs and on Spark clusters,
+# the other Python versions.
+OWN_RUNS := not package and not python_versions
 
-.PHONY: demo test test-faults test-upgrade-runbook lint venv jars docs clean bench-peers
+.PHONY: demo test test-fast test-faults test-upgrade-runbook test-package test-kafka-previous test-pythons \
+        lint venv jars jars-previous prerequisites prerequisites-demo docs clean bench-peers
+
+# What the machine must have before anything is installed; the first that is missing is named in one
+# line with the command that installs it.
+prerequisites:
+	@tools/prerequisites.sh $(PYTHON) test
+
+prerequisites-demo:
+	@tools/prerequisites.sh $(PYTHON) demo
+
+# Set-up steps keep their tools' output in a log, shown only when the step fails (pip's and setuptools'
+# banners, Maven's colour codes).
+quietly = { $(1); } > $(2) 2>&1 || { tail -n 40 $(2); echo "make: that failed; the whole output is in $(2)"; exit 1; }
 
 venv: $(VENV_STAMP)
 
 $(VENV_STAMP): pyproject.toml
-	test -x $(VENV_PY) || $(PYTHON) -m venv $(VENV)
-	$(VENV_PY) -m pip install -q --upgrade pip
-	$(VENV_PY) -m pip install -q -e '.[test]'
-	touch $@
+	@test -x $(VENV_PY) || $(PYTHON) -m venv $(VENV)
+	@echo "make: installing the Python dependencies into $(VENV)"
+	@$(call quietly,$(VENV_PY) -m pip install --upgrade pip && $(VENV_PY) -m pip install -e '.[test]',$(VENV)/pip.log)
+	@touch $@
 
 # Apache Kafka's broker and kafka-streams jars, pinned in jvm/pom.xml, resolved from Maven Central.
 jars: $(JARS_STAMP)
 
 $(JARS_STAMP): jvm/pom.xml
-	@command -v java >/dev/null || { echo "Java 17+ is needed: apt-get install -y openjdk-17-jdk-headless"; exit 1; }
-	@command -v mvn >/dev/null || { echo "Maven is needed: apt-get install -y maven"; exit 1; }
-	rm -rf $(KAFKA_LIBS)
-	mvn -q -B -f jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=target/kafka-libs -DincludeScope=runtime
-	touch $@
+	@tools/prerequisites.sh $(PYTHON) jars
+	@echo "make: resolving the Apache Kafka jars (jvm/pom.xml) into $(KAFKA_LIBS)"
+	@rm -rf $(KAFKA_LIBS) && mkdir -p $(KAFKA_LIBS)
+	@$(call quietly,mvn -B -f jvm/pom.xml dependency:copy-dependencies -DoutputDirectory=target/kafka-libs -DincludeScope=runtime,jvm/target/maven.log)
+	@touch $@
+
+# The previous Kafka release's jars (kafka.previous.version), for `make test-kafka-previous`.
+jars-previous: $(KAFKA_LIBS_PREVIOUS)/.resolved
+
+$(KAFKA_LIBS_PREVIOUS)/.resolved: jvm/pom.xml
+	@tools/prerequisites.sh $(PYTHON) jars
+	@rm -rf $(KAFKA_LIBS_PREVIOUS) && mkdir -p $(KAFKA_LIBS_PREVIOUS)
+	@$(call quietly,mvn -B -f jvm/pom.xml -P kafka-previous dependency:copy-dependencies -DoutputDirectory=target/kafka-libs-previous -DincludeScope=runtime,jvm/target/maven-previous.log)
+	@touch $@
 
 # The guardrails, before any test: lint and import order (ruff), then static types (mypy); both are
 # configured in pyproject.toml. The first that fails stops `make test` with one line saying which.
@@ -35,18 +65,38 @@ lint: venv
 
 # The fault suite's long forms (marker `faults`) run in `make test-faults` only; its short forms
 # (`faults_short`) run in both. Each prints the suite's summary at the end.
-test: venv lint jars
-	$(VENV_PY) -m pytest -m "not faults" $(PYTEST_ARGS)
+test: prerequisites venv lint jars
+	$(VENV_PY) -m pytest -m "not faults and $(OWN_RUNS)" $(PYTEST_ARGS)
+
+# The pure tests alone: no broker, Spark, JVM or browser (two workers; about a minute on 2 cores).
+test-fast: venv
+	$(VENV_PY) -m pytest -n 2 -m "$(PURE)" $(PYTEST_ARGS)
+
+# streams-rt as a user gets it: wheel and sdist built, the wheel installed into fresh virtualenvs outside
+# the checkout, an application run from another folder on local[2], on local-cluster with a packed
+# virtualenv in spark.archives, and on a standalone cluster started with Spark's own scripts.
+test-package: prerequisites venv lint jars
+	$(VENV_PY) -m pytest -m package $(PYTEST_ARGS)
+
+# The broker-facing and Java-facing tests against the previous Kafka release (jvm/pom.xml's
+# kafka.previous.version): its broker, its kafka-streams classes for the codecs and the defaults.
+test-kafka-previous: prerequisites venv lint jars-previous
+	STREAMS_RT_KAFKA_LIBS=$(CURDIR)/$(KAFKA_LIBS_PREVIOUS) $(VENV_PY) -m pytest \
+	  -m "(jvm or broker) and not local_cluster and not faults and not upgrade_runbook and $(OWN_RUNS)" $(PYTEST_ARGS)
+
+# The oldest and the newest supported Python (pyproject.toml's classifiers) in virtualenvs of their own.
+test-pythons: prerequisites venv lint jars
+	$(VENV_PY) -m pytest -m python_versions $(PYTEST_ARGS)
 
 # The runbook test alone (tests/upgrade/test_runbook.py, local-cluster[3,1,1024], about 4 minutes
 # with the cluster's start; `make test` runs it too).
-test-upgrade-runbook: venv lint jars
+test-upgrade-runbook: prerequisites venv lint jars
 	$(VENV_PY) -m pytest -m upgrade_runbook $(PYTEST_ARGS) tests/upgrade
 
-test-faults: venv lint jars
+test-faults: prerequisites venv lint jars
 	$(VENV_PY) -m pytest -m "faults or faults_short" $(PYTEST_ARGS) tests/faults
 
-demo: venv jars
+demo: prerequisites-demo venv jars
 	$(VENV_PY) examples/word_count.py
 
 # streams_rt side by side with Kafka Streams, Spark (SQL and Python stateful API) and Quix Streams

@@ -1,13 +1,17 @@
 """Processing benchmark: word count over N records (default 5M; one word per record from a vocabulary
-of 10k, 2 input partitions), run by two task hosts through the batch loop, against the ceiling
-measured in the same run: a loop that only consumes and deserializes the same records.
+of 10k, 2 input partitions), run by two task hosts through the batch loop (examples/word_count.py's
+topology: column operations, a combiner before the repartition topic), side by side with Kafka
+Streams' own word count (bench/processing_java, the reference implementation on the JVM: one instance
+with 2 stream threads, its default commit interval, on the same topic and broker, in the same run),
+and the ceiling: a loop that only consumes and deserializes the same records.
 
-It prints records/s for both guarantees (at_least_once, exactly_once_v2), their ratio to the
-ceiling, the same for Kafka Streams' own word count (bench/processing_java, the reference
-implementation on the JVM: one instance with 2 stream threads, its default commit interval, on the
-same topic and broker, in the same run), the per-record cost split the hosts measured (consume,
-processing with user code and repartition sends, cache flush with store writes and changelog sends,
-commit with RocksDB and the producer), and each host's peak RSS. The last line reads `ratio <the lower> target 0.50`.
+For both guarantees (at_least_once, exactly_once_v2) it prints streams_rt's records/s next to Kafka
+Streams', the CPU per input record of each (all processes: hosts, loop and coordinator, broker), the
+per-record cost split the hosts measured (consume; operators: deserialization, user code, column
+operations, aggregation into the caches; store: cache flush and store writes; produce: repartition,
+output and changelog sends; commit: transaction or flush, RocksDB, checkpoint) and each host's peak
+RSS. The last line reads `ratio <the lower of streams_rt / Kafka Streams over both guarantees> target
+1.50`.
 
     python bench/processing.py [--records 5000000] [--bootstrap HOST:PORT]
 
@@ -226,46 +230,34 @@ def main() -> None:
         guarantees = ("at_least_once", "exactly_once_v2")
         results = {g: run(bootstrap, topic, out, args.records, g, work, broker_pid) for g in guarantees}
         reference = {g: kafka_streams(bootstrap, topic, args.records, g, work, broker_pid) for g in guarantees}
+        load = os.getloadavg()
         print(f"word count over {args.records:,} records ({VOCABULARY:,} distinct words, {PARTITIONS} partitions, "
               f"2 task hosts, batches of up to {BATCH:,} records per task; cpus={os.cpu_count()}, "
-              f"load average {os.getloadavg()[0]:.1f})")
-        print(f"  ceiling (consume + deserialize only): {ceiling_rate:,.0f} records/s")
+              f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f})")
+        print(f"  ceiling (consume + deserialize only): {ceiling_rate:,.0f} records/s, "
+              f"{(top['cpu'] + top['broker_cpu']) / args.records * 1e6:.1f} us of CPU per record")
         ratios = []
         for guarantee, r in results.items():
-            ratio = r["rate"] / ceiling_rate
+            k = reference[guarantee]
+            ratio = r["rate"] / k["rate"]
             ratios.append(ratio)
+            ours_cpu = sum(r["cpu"].values()) / args.records * 1e6
+            theirs_cpu = (k["cpu_s"] + k["broker_cpu_s"]) / args.records * 1e6
+            print(f"  {guarantee}: streams_rt {r['rate']:,.0f} records/s ({r['seconds']:.1f} s), Kafka Streams "
+                  f"{k['rate']:,.0f} records/s ({k['seconds']:.1f} s): {ratio:.2f}x; CPU per input record "
+                  f"streams_rt {ours_cpu:.1f} us, Kafka Streams {theirs_cpu:.1f} us (broker included in both)")
             t = r["timings"]
-            per = {k: t[k] / args.records * 1e6 for k in ("consume_s", "process_s", "flush_s", "commit_s")}
-            print(f"  {guarantee:>16}: {r['rate']:,.0f} records/s in {r['seconds']:.1f} s, ratio {ratio:.2f}; "
-                  f"host-side us per input record (both subtopologies, summed over hosts): consume "
-                  f"{per['consume_s']:.2f}, process {per['process_s']:.2f}, flush {per['flush_s']:.2f}, "
-                  f"commit {per['commit_s']:.2f}; {int(t['batches'])} batches; peak RSS "
-                  + ", ".join(f"{h} {mb:.0f} MB" for h, mb in sorted(r["rss"].items())))
-        for guarantee, k in reference.items():
-            print(f"  Kafka Streams {guarantee:>16}: {k['rate']:,.0f} records/s in {k['seconds']:.1f} s, ratio "
-                  f"{k['rate'] / ceiling_rate:.2f}; {k['cpu_s'] / args.records * 1e6:.1f} us of CPU per input record "
-                  f"(its JVM); peak RSS {k['peak_rss_mb']:.0f} MB; streams_rt / Kafka Streams "
-                  f"{results[guarantee]['rate'] / k['rate']:.2f}")
-        cores = os.cpu_count() or 1
-        print("  where the CPU went (seconds; the broker is n/a with --bootstrap), and the best ratio these cores "
-              "allow for that work: ceiling wall / (all CPU of the run / cores)")
-        print(f"    ceiling: {top['seconds']:.1f} s wall, {top['cpu']:.1f} s consumer, "
-              f"{top['broker_cpu']:.1f} s broker")
-        for guarantee, r in results.items():
-            total = sum(r["cpu"].values())
-            bound = top["seconds"] / max(total / cores, top["seconds"])
-            print(f"    {guarantee}: {r['seconds']:.1f} s wall, "
-                  + ", ".join(f"{k} {v:.1f} s" for k, v in r["cpu"].items())
-                  + f"; {total / args.records * 1e6:.1f} us of CPU per input record, against "
-                  f"{(top['cpu'] + top['broker_cpu']) / args.records * 1e6:.1f} for the ceiling; "
-                  f"best ratio {bound:.2f}")
-        for guarantee, k in reference.items():
-            total = k["cpu_s"] + k["broker_cpu_s"]
-            bound = top["seconds"] / max(total / cores, top["seconds"])
-            print(f"    Kafka Streams {guarantee}: {k['seconds']:.1f} s wall, its JVM {k['cpu_s']:.1f} s, broker "
-                  f"{k['broker_cpu_s']:.1f} s; {total / args.records * 1e6:.1f} us of CPU per input record; "
-                  f"best ratio {bound:.2f}")
-        print(f"ratio {min(ratios):.2f} target 0.50")
+            split = {name: t[f"{field}_s"] / args.records * 1e6 for name, field in
+                     (("consume", "consume"), ("operators", "process"), ("store", "flush"), ("produce", "produce"),
+                      ("commit", "commit"))}
+            print("    streams_rt's hosts, us per input record (both subtopologies, summed over hosts): "
+                  + ", ".join(f"{name} {us:.2f}" for name, us in split.items())
+                  + f"; {int(t['batches'])} task batches; CPU: "
+                  + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in r["cpu"].items())
+                  + "; peak RSS " + ", ".join(f"{h} {mb:.0f} MB" for h, mb in sorted(r["rss"].items())))
+            print(f"    Kafka Streams: its JVM {k['cpu_s']:.1f} s of CPU, broker {k['broker_cpu_s']:.1f} s; "
+                  f"peak RSS {k['peak_rss_mb']:.0f} MB")
+        print(f"ratio {min(ratios):.2f} target 1.50")
 
 
 if __name__ == "__main__":

@@ -65,4 +65,6 @@ def main(argv: list[str] | None = None, spark: Any = None, keep_inputs: bool = F
 
 
 if __name__ == "__main__":
-    main()
+    from examples.runner import script
+
+    script(main)

@@ -20,16 +20,18 @@ from typing import Any
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from streams_rt.topology import Serdes, StreamsBuilder, Topology
+from streams_rt.topology import Serdes, StreamsBuilder, Topology, Value, Words
 
 WORDS = ("stream state task host batch spark kafka table window join store change log standby "
          "restore commit offset partition record topic key value").split()
 
 
 def topology(lines: str = "text-lines", counts: str = "word-counts") -> Topology:
+    """Column operations throughout: the words are split, re-keyed and counted on whole batches, and
+    each task sends one partial count per word and batch through the repartition topic."""
     builder = StreamsBuilder()
-    words = builder.stream(lines, Serdes.string(), Serdes.string()).flat_map_values(str.split)
-    table = words.group_by(lambda key, word: word, Serdes.string(), name="words").count("word-counts")
+    words = builder.stream(lines, Serdes.string(), Serdes.string()).flat_map_values(Words())
+    table = words.group_by(Value(), Serdes.string(), name="words").count("word-counts")
     table.to_stream().to(counts, Serdes.string(), Serdes.int64())
     return builder.build()
 
@@ -58,10 +60,12 @@ def main(argv: list[str] | None = None, spark: Any = None, keep_inputs: bool = F
         inputs={"text-lines": 4}, outputs={"word-counts": 4}, sample=sample, summary=summary,
         properties={"num.standby.replicas": 1, "local.task.hosts": 2},
         topology_args=lambda topic: {"lines": topic("text-lines"), "counts": topic("word-counts")},
-        store="word-counts",
+        store="word-counts", sample_key="stream",
     )
     return run(example, arguments(__doc__.splitlines()[0], argv), spark, keep_inputs)
 
 
 if __name__ == "__main__":
-    main()
+    from examples.runner import script
+
+    script(main)

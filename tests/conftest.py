@@ -17,6 +17,16 @@ from tests.tasks.test_host import Apps
 
 # Executors' Python workers unpickle test-defined classes by module name (tests.spark...).
 _TEST_IMPORTS = {"spark.executorEnv.PYTHONPATH": str(REPO_ROOT)}
+# The fixtures that start services, and the marker each gives its tests: `make test-fast` selects
+# by markers, so a test that starts a broker or Spark can never pass for a pure one.
+_SERVICE_FIXTURES = {"kafka_broker": "broker", "apps": "broker", "spark": "spark", "spark_cluster": "spark",
+                     "spark_cluster_3": "spark"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in _SERVICE_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
+            item.add_marker(_SERVICE_FIXTURES[fixture])
 
 
 @pytest.fixture(scope="session")

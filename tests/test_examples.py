@@ -1,19 +1,33 @@
 """The examples run as `python examples/<name>.py` does (here for 20 s on the test broker and the
-shared local[2] Spark): what their queries wrote equals a reference over the input they produced."""
+shared local[2] Spark): what their queries wrote equals a reference over the input they produced.
+And one runs as a user runs it, as its own process, stopped with Ctrl-C."""
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import SparkSession
 
 from examples import enrich_orders, page_views, word_count
+from examples.runner import example_path
 from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.kafka.partitioner import partition_for
 from streams_rt.topology import TumblingWindows
+from tests.kafka.helpers import free_port
 
 pytestmark = pytest.mark.broker
 
@@ -65,3 +79,82 @@ def test_enrich_orders(kafka_broker: BrokerInfo, spark: SparkSession) -> None:
     orders = [(cid, json.loads(value)) for topic, (cid, value, _) in inputs if topic == "orders"]
     found = sorted((row.key, json.loads(row.value)["order"], json.loads(row.value)["customer"]) for row in rows)
     assert found == sorted((cid, order["order"], enrich_orders.CUSTOMERS[cid]) for cid, order in orders)
+
+
+def test_ctrl_c_stops_word_count_cleanly_and_its_summary_is_a_complete_cut(kafka_broker: BrokerInfo,
+                                                                            tmp_path: Path) -> None:
+    """Ctrl-C as a terminal sends it: SIGINT to the example's whole process group, mid-run. The example
+    stops its producer, lets the query process everything produced, stops, and prints top words that
+    are exact counts of the input topic; no traceback, no Java stack, no ERROR line."""
+    with open(tmp_path / "stderr", "w") as stderr:
+        example = subprocess.Popen(
+            [sys.executable, str(example_path("word_count")), "--bootstrap", kafka_broker.bootstrap_servers,
+             "--seconds", "900", "--records-per-second", "500"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, text=True, start_new_session=True,
+            cwd=tmp_path)
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for line in example.stdout or ():
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 300
+        while not any(re.search(r"batch +[1-9]\d* .*processed [1-9]", line) for line in seen):
+            assert example.poll() is None, "".join(seen)
+            assert time.monotonic() < deadline, "no micro-batch with records within 300 s:\n" + "".join(seen)
+            with contextlib.suppress(queue.Empty):
+                seen.append(lines.get(timeout=1))
+        os.killpg(example.pid, signal.SIGINT)
+        assert example.wait(300) == 0, "".join(seen)
+    finally:
+        if example.poll() is None:
+            os.killpg(example.pid, signal.SIGKILL)
+            example.wait()
+    while not lines.empty():
+        seen.append(lines.get())
+    out, err = "".join(seen), (tmp_path / "stderr").read_text()
+    assert "Ctrl-C: stopping cleanly" in out and "top words" in out, out
+    for text in (out, err):
+        assert not re.search(r"Traceback|Exception|\bERROR\b|^\s+at [a-z]+\.", text, re.MULTILINE), text
+    application = re.search(r"^application (word-count-\w+):", out, re.MULTILINE)
+    assert application is not None, out
+    top = {word: int(count.replace(",", "")) for word, count in
+           re.findall(r"^\s+(\w+)\s+([\d,]+)$", out.split("top words", 1)[1], re.MULTILINE)}
+    counts = collections.Counter(word for line in read_topic(kafka_broker.bootstrap_servers,
+                                                            f"text-lines-{application[1].rsplit('-', 1)[1]}")
+                                 for word in line.split())
+    assert len(top) == 10 and top == {word: counts[word] for word in top}
+
+
+def read_topic(bootstrap: str, topic: str) -> list[str]:
+    """Every value of `topic`, from each partition's beginning to its end now."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}", "enable.auto.commit": False})
+    try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in partitions}
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        values: list[str] = []
+        positions = dict.fromkeys(partitions, 0)
+        deadline = time.monotonic() + 120
+        while any(positions[p] < ends[p] for p in partitions):
+            assert time.monotonic() < deadline, (positions, ends)
+            for message in consumer.consume(num_messages=1000, timeout=1.0):
+                assert message.error() is None, message.error()
+                values.append((message.value() or b"").decode())
+                positions[message.partition() or 0] = (message.offset() or 0) + 1
+        return values
+    finally:
+        consumer.close()
+
+
+def test_an_unreachable_broker_is_one_line_and_exit_code_1(tmp_path: Path) -> None:
+    bootstrap = f"127.0.0.1:{free_port()}"
+    result = subprocess.run([sys.executable, str(example_path("page_views")), "--bootstrap", bootstrap],
+                            capture_output=True, text=True, timeout=120, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert (result.returncode, result.stdout) == (1, ""), result
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: cannot reach Kafka at 127.0.0.1:"), result.stderr
+    assert "Connection refused" in lines[0]

@@ -16,7 +16,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "streams_rt"
 # Leaf modules at the top of the package, usable by every part. A leaf imports no subpackage unless
 # LEAF_DEPENDENCIES says so (config reads the upgrade.from releases from protocol); those parts must
 # not import that leaf back, or the two would form a cycle.
-LEAVES = {"atomic_file", "sensor", "config", "processes", "log_levels"}
+LEAVES = {"atomic_file", "sensor", "config", "processes", "log_levels", "import_path"}
 LEAF_DEPENDENCIES: dict[str, set[str]] = {"config": {"protocol"}}
 
 # What each part may import from streams_rt (besides itself and the leaves).

@@ -41,6 +41,23 @@ def descendants(roots: list[int]) -> set[int]:
     return found
 
 
+def kind(pid: int) -> str:
+    """What a process of a system is, for the RSS breakdown: a streams_rt task host, a Spark Python
+    worker, a JVM (Spark's, Kafka Streams'), or another process (the application's Python driver)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "gone"
+    text = b" ".join(argv)
+    if b"host_main" in text:
+        return "task hosts"
+    if b"pyspark.daemon" in text or b"pyspark.worker" in text:
+        return "Python workers"
+    if argv and argv[0].endswith(b"java"):
+        return "JVM"
+    return "driver (Python)"
+
+
 def rss_bytes(pid: int) -> int:
     try:
         return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
@@ -56,14 +73,20 @@ class SystemProcesses:
         self.log = log.open("ab")
         self.procs = [subprocess.Popen(c, env=env, stdout=self.log, stderr=subprocess.STDOUT) for c in commands]
         self.peak_rss = 0
+        self.peak_parts: dict[str, int] = {}  # by kind of process, at the moment of the peak
         self._stop = threading.Event()
         self._sampler = threading.Thread(target=self._sample, args=(interval_s,), daemon=True)
         self._sampler.start()
 
     def _sample(self, interval_s: float) -> None:
         while not self._stop.wait(interval_s):
-            total = sum(rss_bytes(pid) for pid in descendants([p.pid for p in self.procs]))
-            self.peak_rss = max(self.peak_rss, total)
+            parts: dict[str, int] = {}
+            for pid in descendants([p.pid for p in self.procs]):
+                name = kind(pid)
+                parts[name] = parts.get(name, 0) + rss_bytes(pid)
+            total = sum(parts.values())
+            if total > self.peak_rss:
+                self.peak_rss, self.peak_parts = total, parts
 
     def running(self) -> bool:
         return all(p.poll() is None for p in self.procs)

@@ -80,7 +80,8 @@ def measure(system: System, run: Run, expected: Expected, timeout_s: float, resu
     if system.share > 1:
         note += f", first {expected.records:,} records only"
     results.add(Figure(system.name, THROUGHPUT, rate, "records/s", note=note))
-    results.add(Figure(system.name, RSS, procs.peak_rss / 2**20, "MB", higher_is_better=False))
+    parts = ", ".join(f"{name} {size / 2**20:,.0f} MB" for name, size in sorted(procs.peak_parts.items()))
+    results.add(Figure(system.name, RSS, procs.peak_rss / 2**20, "MB", higher_is_better=False, note=parts))
 
 
 def print_batch_durations(name: str, run: Run) -> None:
@@ -246,6 +247,15 @@ def main() -> None:
     if with_standby and spark and with_standby == with_standby and spark == spark:
         print(f"ratio {spark / with_standby:.2f} target 1.00  (failover: Spark SQL's state reload on executor loss / "
               f"streams_rt with a standby)")
+    ours = results.value(BASELINE, THROUGHPUT)
+    faster = max((results.value(peer, THROUGHPUT) or 0.0 for peer in ("Kafka Streams", "Spark SQL groupBy().agg()")),
+                 default=0.0)
+    if ours and faster and ours == ours and faster == faster:
+        print(f"ratio {ours / faster:.2f} target 1.00  (throughput: streams_rt / the faster of Kafka Streams and "
+              f"Spark SQL)")
+    rss = results.value(BASELINE, RSS)
+    if rss and rss == rss:
+        print(f"ratio {2048 / rss:.2f} target 1.00  (peak RSS: 2.0 GB / streams_rt's {rss:,.0f} MB)")
     stayed = results.value(BASELINE, SCALE_OUT)
     if stayed is not None and stayed == stayed:
         print(f"ratio {stayed / 100:.2f} target 0.90  (scale-out: streams_rt's tasks that stayed, throughput during "

@@ -50,9 +50,9 @@ class Access:
     def coordinator(self) -> GroupClient:
         return GroupClient(self.address, secret=self.secret, tls_root_certs=self.tls_root_certs)
 
-    def host(self, endpoint: str) -> HostClient:
+    def host(self, endpoint: str, timeout_s: float = 60.0) -> HostClient:
         """A client of one task host's batch endpoint (hosts take the run's secret too)."""
-        return HostClient(endpoint, timeout_s=60.0, secret=self.secret, tls_root_certs=self.tls_root_certs)
+        return HostClient(endpoint, timeout_s=timeout_s, secret=self.secret, tls_root_certs=self.tls_root_certs)
 
 
 def access(application_id: str, state_dir: Path | None, address: str | None, truststore: Path | None) -> Access:

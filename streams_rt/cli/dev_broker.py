@@ -60,7 +60,8 @@ def dev_broker_start(directory: Path | None, port: int, brokers: int) -> None:
 @dev_broker.command("status")
 @_directory_option
 def dev_broker_status(directory: Path | None) -> None:
-    """Say whether the broker runs and where; exit 1 when it does not, 2 when it does not answer."""
+    """Say whether the broker runs and where, and who shares it; exit 1 when it does not run, 2 when it
+    does not answer, 3 while it is starting."""
     cluster = _cluster(directory)
     if cluster is not None:
         found = cluster.status()
@@ -74,11 +75,15 @@ def dev_broker_status(directory: Path | None) -> None:
     if info is None:
         click.echo("Kafka broker not running")
         raise SystemExit(1)
+    if info.starting:
+        click.echo(f"Kafka broker (pid {info.pid}) is starting; ask again in a few seconds (log {info.log_file})")
+        raise SystemExit(3)
     if not info.answering:
         click.echo(f"Kafka broker (pid {info.pid}) is running but not answering at {info.bootstrap_servers}; "
                    f"`streams-rt dev-broker stop` ends it (log {info.log_file})")
         raise SystemExit(2)
-    click.echo(f"Kafka broker running at {info.bootstrap_servers} (pid {info.pid}, log {info.log_file})")
+    shared = f", used by pid {', '.join(map(str, info.holders))}" if info.holders else ""
+    click.echo(f"Kafka broker running at {info.bootstrap_servers} (pid {info.pid}{shared}, log {info.log_file})")
 
 
 @dev_broker.command("stop")

@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient
 
 from streams_rt.config.registry import default_state_dir
 from streams_rt.coordinator.discovery import DiscoveryError, coordinator_file, read_coordinator_file
+from streams_rt.kafka.reachability import quiet_client_config, require_broker
 
 TIMEOUT_S = 30.0
 
@@ -53,7 +54,8 @@ def reset(application_id: str, bootstrap: str, state_dirs: tuple[Path, ...], dry
             continue
         raise click.ClickException(f"application {application_id!r} is running (its coordinator is pid "
                                    f"{running.pid} at {running.address}): stop it before resetting it")
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    require_broker(bootstrap)  # one line (KafkaUnreachable) rather than librdkafka's reconnect log
+    admin = AdminClient({"bootstrap.servers": bootstrap, **quiet_client_config()})
     try:
         topics = internal_topics(set(admin.list_topics(timeout=TIMEOUT_S).topics), application_id)
     except KafkaException as e:

@@ -11,7 +11,8 @@ from typing import Any
 
 import click
 
-from streams_rt.cli.coordinator_access import access, call_coordinator, coordinator_options
+from streams_rt.cli.coordinator_access import Access, access, call_coordinator, coordinator_options
+from streams_rt.rpc.batches import BatchError
 from streams_rt.rpc.messages import StatusRequest, StatusResponse
 
 REBALANCES_SHOWN = 5
@@ -30,7 +31,21 @@ def status(application_id: str, state_dir: Path | None, address: str | None, tru
     with the secret in $STREAMS_RT_AUTH_SECRET."""
     reach = access(application_id, state_dir, address, truststore)
     response = call_coordinator(reach, StatusRequest(group_id=application_id), StatusResponse)
-    click.echo(json.dumps(response.status, indent=2) if as_json else render_status(response.status))
+    hosts = [{**h, "pid": h.get("pid") or _pid(reach, h["endpoint"])} for h in response.status["hosts"]]
+    status = {**response.status, "hosts": hosts}
+    click.echo(json.dumps(status, indent=2) if as_json else render_status(status))
+
+
+def _pid(reach: Access, endpoint: str | None) -> int | None:
+    """The host's process id, as the host itself answers, for a coordinator whose status lacks it (None: no
+    endpoint, or no answer in 5 s)."""
+    if not endpoint:
+        return None
+    try:
+        with reach.host(endpoint, timeout_s=5.0) as client:
+            return int(client.status()["pid"])
+    except (BatchError, KeyError, ValueError):
+        return None
 
 
 def render_status(status: Mapping[str, Any]) -> str:
@@ -48,9 +63,9 @@ def render_status(status: Mapping[str, Any]) -> str:
         f"({', '.join(f'{n} {s}' for s, n in sorted(states.items())) or 'none'})",
         "",
     ]
-    lines += _table(["HOST", "PID", "ENDPOINT", "VERSION", "ACTIVE", "STANDBY", "WARMUP"], [
+    lines += _table(["HOST", "PID", "ENDPOINT", "QUERIES", "VERSION", "ACTIVE", "STANDBY", "WARMUP"], [
         [h["name"] + (" (draining)" if h.get("draining") else ""), str(h.get("pid") or "-"), h["endpoint"] or "-",
-         _version(h),
+         f"http://{h['query_endpoint']}" if h.get("query_endpoint") else "-", _version(h),
          _tasks(h["active"]), _tasks(h["standby"]), _tasks(h["warmup"])]
         for h in status["hosts"]
     ])

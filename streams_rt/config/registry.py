@@ -228,7 +228,7 @@ UPGRADE_FROM = ConfigKey(
     "upgrade.from", Nullable(Choice(ACCEPTED_UPGRADE_FROM)), None, _M,
     "the release a rolling upgrade starts from: keep its metadata version (and EAGER) until the second bounce",
     read_by=(START_COORDINATOR, MEMBER_CONFIG),
-    differs_from_kafka="the releases streams_rt's protocol knows; Kafka 4.1 also accepts 4.0",
+    differs_from_kafka="the releases streams_rt's protocol knows; Kafka 4.1 also accepts 4.0, Kafka 4.4 4.0 to 4.3",
 )
 
 # ---- coordinator (on the Spark driver) --------------------------------------------------------------

@@ -5,7 +5,6 @@ the application run's secret, which the driver hands to the hosts it starts."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,8 +166,9 @@ class Coordinator:
             settings=settings,
         )
         self._http: HttpEndpoint | None = None
-        self._serve = threading.Thread(target=self._server.serve, name="coordinator-flight", daemon=True)
-        self._serve.start()
+        # The Flight server answers from its construction on, on gRPC's threads, until close(). Nothing
+        # calls its `serve()`: pyarrow's ServeWithSignals would shut it down on the process's SIGINT,
+        # and Ctrl-C in the driver must let the query stop cleanly first, with the coordinator still there.
         self._discovery: tuple[Path, CoordinatorFile] | None = None
         try:
             if config.http_enabled:
@@ -332,7 +332,6 @@ class Coordinator:
         if self._http is not None:
             self._http.close()
         self._server.shutdown()
-        self._serve.join(5)
 
 
 def start_coordinator(
@@ -351,7 +350,7 @@ def start_coordinator(
     ConfigError or ConfigErrors, naming every bad or unknown key, before anything starts. `codec`
     fixes the latest user data version (default: ours, 11). Hand `coordinator.secret.environment()`
     to the hosts you start. `STREAMS_RT_LOG_LEVEL` sets the driver's streams_rt log levels
-    (coordinator/log_levels.py; ValueError when it is malformed)."""
+    (streams_rt/log_levels.py; ValueError when it is malformed)."""
     apply_log_levels()
     config = props if isinstance(props, StreamsConfig) else resolve(props)
     planner = StreamsRoundPlanner(

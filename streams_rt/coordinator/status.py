@@ -47,6 +47,8 @@ def build_status(
             "instance_id": member.instance_id,
             "endpoint": endpoints.get(member_id),
             "pid": pids.get(member_id),
+            # its interactive-query endpoint (host:port), as its subscription carries it (application.server)
+            "query_endpoint": getattr(getattr(member.subscription, "info", None), "user_endpoint", None),
             "capacity": member.capacity,
             # the metadata version of its subscription and the newest it reads (a rolling upgrade's progress)
             "version": getattr(member.subscription, "version", None),

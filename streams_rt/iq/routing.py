@@ -57,7 +57,7 @@ def store_catalog(topology: Topology, layout: TopologyLayout) -> dict[str, Store
             if definition is None:
                 continue
             catalog[name] = StoreInfo(name, sub.id, layout.partitions[sub.id], definition.key_serde,
-                                      definition.value_serde, definition.window_size_ms)
+                                      definition.stored_value_serde, definition.window_size_ms)
     return dict(sorted(catalog.items()))
 
 

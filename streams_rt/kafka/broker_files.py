@@ -46,6 +46,8 @@ class BrokerInfo:
     startup_seconds: float
     answering: bool = field(default=True, compare=False)  # False: alive but missed the metadata probe
     reused: bool = field(default=False, compare=False)  # True: start() found it already running
+    starting: bool = field(default=False, compare=False)  # True: a start is under way, not finished
+    holders: tuple[int, ...] = field(default=(), compare=False)  # processes sharing it (DevBroker.shared)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -67,6 +69,8 @@ class BrokerFiles:
     server_log: Path
     console_log: Path  # the JVM's stdout and stderr
     java_tmp: Path  # java.io.tmpdir of the JVMs: compression codecs unpack their native libraries there
+    leases: Path  # one file per process sharing the broker (broker_leases)
+    keeper_log: Path  # the log of a shared broker's keeper process (broker_keeper)
 
     @classmethod
     def of(cls, directory: Path) -> BrokerFiles:
@@ -75,7 +79,8 @@ class BrokerFiles:
                    server_properties=directory / "server.properties",
                    log4j2_properties=directory / "log4j2.properties", start_lock=directory / ".start.lock",
                    data=directory / "data", logs=logs, server_log=logs / "server.log",
-                   console_log=logs / "console.log", java_tmp=directory / "tmp")
+                   console_log=logs / "console.log", java_tmp=directory / "tmp", leases=directory / "leases",
+                   keeper_log=logs / "keeper.log")
 
 
 def check_directory(directory: Path) -> None:

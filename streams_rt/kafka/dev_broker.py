@@ -1,12 +1,18 @@
 """A real single-node Apache Kafka broker (KRaft, combined broker+controller) on loopback, for
 development, demos and tests. It runs the jars that `make jars` resolves from Maven Central.
 
-Two ways to run it:
-- owned (`start(owned=True)`, the default for tests and the demo): the broker gets SIGTERM when the
+Three ways to run it:
+- owned (`start(owned=True)`, the default for tests): the broker gets SIGTERM when the
   thread that started it ends (Linux's PR_SET_PDEATHSIG follows the forking *thread*, not the
   process), so a crashed test run never leaves a broker behind; start an owned broker from a thread
   that lives as long as you need the broker, e.g. the main thread;
-- detached (`streams-rt dev-broker start`): it runs in its own session until `stop`.
+- shared (`with DevBroker().shared():`, the examples): every process that uses the broker holds a
+  lease on it; a keeper process starts it and stops it once the last holder is gone (broker_keeper),
+  so two examples at once share one broker and the first to finish leaves it to the other;
+- detached (`streams-rt dev-broker start`): it runs until `stop`; owned and shared users reuse it
+  and leave it running.
+Each runs in a session of its own: Ctrl-C in the terminal that started it is for its user, who stops
+what runs on the broker first.
 
 Everything the broker and its storage tool write stays inside the broker directory, whatever
 characters its path has (see broker_files). A `broker.json` file there records the running broker,
@@ -18,21 +24,21 @@ ends it.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
 import os
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Set
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from confluent_kafka.admin import AdminClient
-
+from streams_rt.kafka import broker_leases
 from streams_rt.kafka.broker_files import (
     LOOPBACK,
     BrokerError,
@@ -48,8 +54,9 @@ from streams_rt.kafka.broker_files import (
     server_properties,
     write_record,
 )
-from streams_rt.kafka.broker_process import brokers_of, die_with_parent, is_broker_of, terminate
+from streams_rt.kafka.broker_process import brokers_of, die_with_parent, is_broker_of, terminate, wait_for_exit
 from streams_rt.kafka.jvm import KAFKA_LIBS, find_java, kafka_classpath
+from streams_rt.kafka.reachability import unanswered
 
 __all__ = ["LOOPBACK", "BrokerError", "BrokerInfo", "DevBroker", "default_directory"]
 
@@ -109,37 +116,100 @@ class DevBroker:
         whose `ready()` waits for it. A cluster launches all its nodes before waiting for any: a node
         answers only once a majority of the quorum runs. An owned broker dies with the thread that
         called this."""
-        _validate_port(self.port)
-        check_directory(self.directory)
-        java = find_java(self.java)
-        classpath = kafka_classpath(self.libs)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        java, classpath = self._preflight()
         with self._start_lock():
-            running = self.status()
-            if running is not None and not running.answering:
-                raise BrokerError(f"the Kafka broker of {self.directory} (pid {running.pid}) is running but does "
-                                  f"not answer on {running.bootstrap_servers}; stop it first "
-                                  f"(`streams-rt dev-broker stop`), see {self.log_file}")
+            running = self._running()
             if running is not None:
                 log.info("reusing the Kafka broker already running at %s (pid %d)",
                          running.bootstrap_servers, running.pid)
-                return replace(running, reused=True)
+                return running
             port, controller_port = self._choose_ports()
             self._write_configuration(port, controller_port)
             self._format_storage(java, classpath)
             return self._spawn(java, classpath, port, owned)
+
+    def shared(self) -> contextlib.AbstractContextManager[BrokerInfo]:
+        """The broker of this directory for the block's duration, shared with every other process that
+        uses it: started (through a keeper process) unless it runs, and stopped after the block only if
+        no other process holds it and no one started it by hand (`streams-rt dev-broker start`)."""
+        return _Lease(self)
+
+    def acquire(self) -> BrokerInfo:
+        """Hold the broker (see `shared`, which pairs this with `release`); `reused` is True when it
+        was running already. Raises BrokerError as `start` does, or with the keeper's log when the
+        keeper could not start it."""
+        self._preflight()
+        with self._start_lock():
+            broker_leases.take(self.files.leases)
+            running = self._running()
+            if running is not None:
+                return running
+            with open(self.files.keeper_log, "ab") as out:
+                keeper = subprocess.Popen([sys.executable, "-m", "streams_rt.kafka.broker_keeper", str(self.directory),
+                                           "--port", str(self.port)],
+                                          stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                          start_new_session=True, env={**os.environ, "STREAMS_RT_KAFKA_LIBS":
+                                                                       str(self.libs)})
+        # The keeper takes the start lock to start the broker: wait outside it.
+        deadline = time.monotonic() + _START_TIMEOUT_S + 30
+        while time.monotonic() < deadline:
+            info = self._read_record()
+            if info is not None and is_broker_of(info.pid, self.files.server_properties) \
+                    and _metadata_ok(info.bootstrap_servers, 2.0):
+                return info
+            if keeper.poll() is not None and keeper.returncode != 0:
+                raise BrokerError(f"the Kafka broker's keeper could not start it (exit code {keeper.returncode}); "
+                                  f"last lines of {self.files.keeper_log}:\n{_tail(self.files.keeper_log)}")
+            time.sleep(0.2)
+        raise BrokerError(f"the shared Kafka broker of {self.directory} did not come up within "
+                          f"{_START_TIMEOUT_S + 30:.0f} s; see {self.files.keeper_log} and {self.log_file}")
+
+    def release(self) -> bool:
+        """This process no longer holds the broker. Returns True when it was the last holder of a shared
+        broker, which is then stopped (by its keeper; waited for here, so nothing outlives the call)."""
+        with self._start_lock():
+            broker_leases.drop(self.files.leases)
+            if broker_leases.holders(self.files.leases):
+                return False
+            info = self._read_record()
+        pids = brokers_of(self.files.server_properties)
+        if info is None or not pids or not self._kept(info.pid):
+            return False  # a broker started by hand, or none: not ours to stop
+        for pid in pids:
+            wait_for_exit(pid, _STOP_TIMEOUT_S)
+        return True
+
+    def stop_if_unheld(self) -> bool:
+        """Stop the broker if no process holds a lease on it (the keeper asks this). Under the start
+        lock: a holder arriving meanwhile finds it either running or stopped, then starts another."""
+        with self._start_lock():
+            if broker_leases.holders(self.files.leases):
+                return False
+            self._stop_all()
+            return True
 
     def status(self) -> BrokerInfo | None:
         """The broker of this directory, or None when none runs (a stale `broker.json` stays until the
         next start or stop replaces or removes it: status only reads).
 
         A broker whose process is alive but misses a 5 s metadata probe (hung, SIGSTOPped) comes back
-        with `answering=False` and stays recorded, so that `stop` can still end it. Raises BrokerError
-        when `broker.json` cannot be read, or when a broker of this directory runs that it does not name."""
+        with `answering=False` and stays recorded, so that `stop` can still end it; one that a start
+        under way has not recorded yet comes back with `starting=True`. `holders` are the processes
+        that share it. Raises BrokerError when `broker.json` cannot be read, or when a broker of this
+        directory runs that it does not name and no start is under way."""
+        return self._status(start_in_progress=self._start_in_progress())
+
+    def _status(self, start_in_progress: bool) -> BrokerInfo | None:
+        holders = tuple(broker_leases.holders(self.files.leases))
         info = self._read_record()
         if info is not None and is_broker_of(info.pid, self.files.server_properties):
-            return info if _metadata_ok(info.bootstrap_servers, 5.0) else replace(info, answering=False)
+            answering = _metadata_ok(info.bootstrap_servers, 5.0)
+            return replace(info, answering=answering, holders=holders)
         unrecorded = brokers_of(self.files.server_properties)
+        if unrecorded and start_in_progress:
+            return BrokerInfo(pid=unrecorded[0], port=self._read_ports().get("port", 0) or 1,
+                              directory=str(self.directory), log_file=str(self.log_file), startup_seconds=0.0,
+                              answering=False, starting=True, holders=holders)
         if unrecorded:
             raise BrokerError(f"a Kafka broker of {self.directory} runs as pid {_pid_list(unrecorded)} but "
                               f"{self.files.record} does not record it; `streams-rt dev-broker stop` ends it")
@@ -152,18 +222,64 @@ class DevBroker:
         if not self.directory.is_dir():
             return False
         with self._start_lock():
-            info = self._read_record()
-            pids = brokers_of(self.files.server_properties)
-            for pid in pids:
-                if not terminate(pid, _STOP_TIMEOUT_S):
-                    raise BrokerError(f"the Kafka broker of {self.directory} (pid {pid}) still runs after SIGKILL")
-            self.files.record.unlink(missing_ok=True)
+            return self._stop_all()
+
+    # ---- steps -----------------------------------------------------------------------------
+    def _preflight(self) -> tuple[str, str]:
+        """Java and the classpath, once the port and the directory are known to be usable; raises
+        BrokerError or JvmSetupError before anything is written. Creates the directory."""
+        _validate_port(self.port)
+        check_directory(self.directory)
+        java = find_java(self.java)
+        classpath = kafka_classpath(self.libs)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.files.logs.mkdir(exist_ok=True)
+        return java, classpath
+
+    def _running(self) -> BrokerInfo | None:
+        """Under the start lock: the running broker (`reused`), None when none runs; BrokerError for
+        one that does not answer, which a second JVM on the same data would fail beside."""
+        running = self._status(start_in_progress=False)
+        if running is not None and not running.answering:
+            raise BrokerError(f"the Kafka broker of {self.directory} (pid {running.pid}) is running but does "
+                              f"not answer on {running.bootstrap_servers}; stop it first "
+                              f"(`streams-rt dev-broker stop`), see {self.log_file}")
+        return replace(running, reused=True) if running is not None else None
+
+    def _stop_all(self) -> bool:
+        """Under the start lock: end every broker of the directory; False when none ran."""
+        info = self._read_record()
+        pids = brokers_of(self.files.server_properties)
+        for pid in pids:
+            if not terminate(pid, _STOP_TIMEOUT_S):
+                raise BrokerError(f"the Kafka broker of {self.directory} (pid {pid}) still runs after SIGKILL")
+        self.files.record.unlink(missing_ok=True)
         if pids:
             log.info("stopped the Kafka broker%s (pid %s)",
                      f" at {info.bootstrap_servers}" if info else "", _pid_list(pids))
         return bool(pids)
 
-    # ---- steps -----------------------------------------------------------------------------
+    def _kept(self, broker_pid: int) -> bool:
+        """The broker's parent is a keeper (a shared broker), not a user's detached start."""
+        try:
+            parent = int(Path(f"/proc/{broker_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = Path(f"/proc/{parent}/cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            return False
+        return b"streams_rt.kafka.broker_keeper" in cmdline
+
+    def _start_in_progress(self) -> bool:
+        """Another process holds the start lock: a start (or a stop) is under way."""
+        if not self.files.start_lock.exists():
+            return False
+        with open(self.files.start_lock, "a") as lock_file:
+            try:
+                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
+        return False
+
     @contextmanager
     def _start_lock(self) -> Iterator[None]:
         with open(self.files.start_lock, "w") as lock_file:
@@ -245,7 +361,7 @@ class DevBroker:
         with open(self.files.console_log, "ab") as console:
             process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT,
-                cwd=self.directory, env=jvm_environment(), start_new_session=not owned,
+                cwd=self.directory, env=jvm_environment(), start_new_session=True,
                 preexec_fn=die_with_parent(os.getpid()) if owned else None,
             )
         return Launched(self, process, port, began)
@@ -293,11 +409,29 @@ class DevBroker:
             return {}
 
     def _log_tail(self) -> str:
-        tails = []
-        for path in (self.files.console_log, self.log_file):
-            if path.exists():
-                tails.extend(path.read_text(errors="replace").splitlines()[-_TAIL_LINES:])
-        return "\n".join(tails)
+        return "\n".join(filter(None, (_tail(self.files.console_log), _tail(self.log_file))))
+
+
+class _Lease(contextlib.AbstractContextManager[BrokerInfo]):
+    """DevBroker.shared()'s context: acquire on entry, release on exit."""
+
+    def __init__(self, broker: DevBroker) -> None:
+        self.broker = broker
+
+    def __enter__(self) -> BrokerInfo:
+        return self.broker.acquire()
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.broker.release():
+            log.info("stopped the shared Kafka broker: no other process uses it")
+
+
+def _tail(path: Path) -> str:
+    """The last lines of a log file for an error message ('' when there is none)."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-_TAIL_LINES:])
+    except OSError:
+        return ""
 
 
 @dataclass(frozen=True)
@@ -342,23 +476,6 @@ def _free_port(exclude: Set[int] = frozenset()) -> int:
 
 
 def _metadata_ok(bootstrap: str, timeout_s: float) -> bool:
-    """True when the broker answers an AdminClient metadata request."""
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 1000,
-                              "log_level": 0, "logger": _SILENT}  # a Logger: beyond the stub's value types
-    admin = AdminClient(config)
-    try:
-        admin.list_topics(timeout=timeout_s)
-        return True
-    except Exception:  # noqa: BLE001 - any failure means "not ready yet"; start-up retries until its deadline
-        return False
-
-
-def _silent_logger() -> logging.Logger:
-    """librdkafka logs every refused connection while the broker starts; those are expected."""
-    logger = logging.getLogger("streams_rt.kafka.dev_broker.probe")
-    logger.setLevel(logging.CRITICAL + 1)
-    logger.propagate = False
-    return logger
-
-
-_SILENT = _silent_logger()
+    """True when the broker answers a metadata request (quietly: librdkafka logs every refused
+    connection while the broker starts, and those are expected)."""
+    return unanswered(bootstrap, timeout_s) is None

@@ -50,23 +50,26 @@ def kafka_classpath(libs: Path = KAFKA_LIBS) -> str:
     """Classpath of every resolved Kafka jar; raises JvmSetupError naming `make jars` when absent."""
     jars = sorted(libs.glob("*.jar")) if libs.is_dir() else []
     if not any(j.name.startswith("kafka_2.13-") for j in jars):
-        raise JvmSetupError(f"the Kafka jars are not in {libs}: run `make jars` (Maven resolves them).")
+        raise JvmSetupError(f"the Kafka jars are not in {libs}: in a checkout, `make jars` resolves them; "
+                            "elsewhere set STREAMS_RT_KAFKA_LIBS to a directory of Apache Kafka's jars "
+                            "(a Kafka download's libs/)")
     return os.pathsep.join(str(j) for j in jars)
 
 
 def compile_java(sources: list[Path], out_dir: Path) -> str:
-    """Compile `sources` against the Kafka jars into `out_dir` unless already up to date.
+    """Compile `sources` against the Kafka jars into `out_dir` unless already up to date (newer than
+    the sources, and compiled against the same jars: STREAMS_RT_KAFKA_LIBS may name another release).
 
     Returns the classpath to run them with (out_dir first)."""
     classpath = kafka_classpath()
     stamp = out_dir / ".compiled"
     newest = max(src.stat().st_mtime for src in sources)
-    if not stamp.exists() or stamp.stat().st_mtime < newest:
+    if not stamp.exists() or stamp.stat().st_mtime < newest or stamp.read_text() != classpath:
         javac = find_jdk_tool("javac")
         out_dir.mkdir(parents=True, exist_ok=True)
         command = [javac, "-nowarn", "-d", str(out_dir), "-cp", classpath, *map(str, sources)]
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
             raise JavaCompileError(result.returncode, command, result.stdout, result.stderr)
-        stamp.touch()
+        stamp.write_text(classpath)
     return os.pathsep.join([str(out_dir), classpath])

@@ -21,7 +21,9 @@ from confluent_kafka.admin import AdminClient
 from streams_rt.config import resolve
 from streams_rt.config.registry import REPLICATION_FACTOR
 from streams_rt.coordinator.service import Coordinator, start_coordinator
+from streams_rt.import_path import child_pythonpath
 from streams_rt.kafka.offsets import end_offsets
+from streams_rt.kafka.reachability import require_broker
 from streams_rt.protocol import TaskId
 from streams_rt.rpc.batches import HostClient
 from streams_rt.rpc.settings import ControlPlaneSettings
@@ -40,9 +42,6 @@ from streams_rt.tasks.release_stand_in import ReleaseStandIn
 from streams_rt.tasks.static_membership import with_host_instance_id
 
 log = logging.getLogger(__name__)
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
 
 class HostFailed(RuntimeError):
     pass
@@ -101,6 +100,7 @@ class LocalApplication:
         self.work_dir = work_dir
         work_dir.mkdir(parents=True, exist_ok=True)
         self.topology = load_topology(topology, self.topology_args)
+        require_broker(self.bootstrap)  # KafkaUnreachable, one line, before any client starts logging retries
         self._admin = AdminClient({"bootstrap.servers": self.bootstrap})
         self.partitions = source_partitions(self._admin, self.topology)
         self.layout = self.topology.layout(self.application_id, self.partitions)
@@ -149,12 +149,15 @@ class LocalApplication:
         config_file.write_text(json.dumps(config))
         log_file = directory / "host.log"
         secret = self.coordinator.secret.environment() if self.coordinator.secret is not None else {}
-        env = {**os.environ, **secret, **(env or {}),
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+        extra_env = dict(env or {})  # what a restart by the supervisor passes again
+        env = {**os.environ, **secret, **extra_env, "PYTHONPATH": child_pythonpath()}
+        # A process group of its own: Ctrl-C in the driver's terminal is for the driver, which stops
+        # its query first and then its hosts (a host ends with the driver anyway: it watches its pid).
         with open(log_file, "ab") as out:
             proc = subprocess.Popen([sys.executable, "-m", "streams_rt.iq.host_main", "--config", str(config_file)],
-                                    stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(REPO_ROOT))
-        start_args = {"env": dict(env or {}), "properties": dict(properties or {}),
+                                    stdout=out, stderr=subprocess.STDOUT, env=env,
+                                    process_group=0)
+        start_args = {"env": extra_env, "properties": dict(properties or {}),
                       "close_timeout_s": close_timeout_s, "latest_supported_version": latest_supported_version}
         host = self.hosts[name] = HostProcess(name, proc, ready, log_file, start_args)
         deadline = time.monotonic() + 60

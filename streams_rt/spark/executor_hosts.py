@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streams_rt.import_path import child_pythonpath
 from streams_rt.processes import still_running
 from streams_rt.tasks.static_membership import with_host_instance_id
 
@@ -88,7 +89,8 @@ def _ensure_host(spec: HostSpec, executor: int) -> dict[str, Any]:
     with open(directory / "host.log", "ab") as log:
         subprocess.Popen([sys.executable, "-m", "streams_rt.iq.host_main", "--config", str(config_file)],
                          stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                         env={**os.environ, **spec.environment}, start_new_session=True, cwd=str(directory))
+                         env={**os.environ, **spec.environment, "PYTHONPATH": child_pythonpath()},
+                         start_new_session=True, cwd=str(directory))
     deadline = time.monotonic() + READY_TIMEOUT_S
     coordinator = spec.host_config["coordinator"]
     while (found := _read_ready(ready, executor)) is None or found.get("coordinator") != coordinator:

@@ -40,6 +40,7 @@ from streams_rt.spark.store_source import SECRET_OPTION as STORE_SECRET_OPTION
 from streams_rt.spark.store_source import TIMEOUT_MS, StoreDataSource
 from streams_rt.spark.store_source import TLS_OPTION as STORE_TLS_OPTION
 from streams_rt.spark.store_source import TRUSTSTORE_OPTION as STORE_TRUSTSTORE_OPTION
+from streams_rt.spark.worker_python import check_local_workers, executors_lack_streams_rt
 from streams_rt.tasks.output import OutputSchema
 from streams_rt.tasks.release_stand_in import ReleaseStandIn
 
@@ -72,6 +73,8 @@ class StreamsRuntime:
         self.spark = spark
         master = spark.sparkContext.master or ""
         self.local = master.startswith("local[") or master == "local"
+        if self.local:
+            check_local_workers(spark.sparkContext.pythonExec)  # WorkerPythonError, one line, before anything starts
         hosts = self.config.get(LOCAL_TASK_HOSTS) if self.local else 0
         self.work_dir = work_dir or local_work_dir(self.config.get(STATE_DIR), self.config.get(APPLICATION_ID))
         self.app = LocalApplication(topology, props, self.work_dir, hosts=hosts, topology_args=topology_args,
@@ -106,7 +109,13 @@ class StreamsRuntime:
         spec = self.host_spec()
         deadline = time.monotonic() + timeout_s
         while True:
-            ready = run_host_job(sc, spec, executors * 4)
+            try:
+                ready = run_host_job(sc, spec, executors * 4)
+            except Exception as error:
+                explained = executors_lack_streams_rt(error)
+                if explained is None:
+                    raise
+                raise explained from None
             hosts = {r["pid"]: r for r in ready}
             members = len(self.app.coordinator.describe()["members"])
             if len(hosts) >= executors and members >= len(hosts):

@@ -3,11 +3,20 @@
 A task has one ChangelogWriter. Under exactly_once_v2 it is transactional with the task's
 transactional.id: opening it fences a zombie owner and aborts its open transaction, so records written
 after the last commit are never restored (the restore consumer reads committed records only).
+
+Delivery reports come for failed records only (`delivery.report.only.error`): a report per record
+cost a Python call each, about a sixth of a host's processing time. What a commit must know of the
+records that did arrive, the offset of the last one in each changelog partition written (the store
+keeps it), is then asked of the broker once per commit: the partition's end. Only the task's owner
+writes its changelog partitions (a zombie is fenced under exactly-once), so everything below that end
+is this writer's or older; a transaction marker may sit last, which a restore from the next offset
+skips all the same.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +25,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from streams_rt.kafka.records import offset, topic_partition
+from streams_rt.kafka.offsets import end_offsets
 from streams_rt.kafka.transactional import start_transactional
 from streams_rt.kafka.watermarks import broker_outage
 from streams_rt.protocol import TopicPartition
@@ -107,17 +116,21 @@ class ChangelogWriter:
             # them rather than stall the batch on BufferError (bounded by bytes as well).
             "queue.buffering.max.messages": 2_000_000,
             "queue.buffering.max.kbytes": 16 * 1024,
+            "delivery.report.only.error": True,
             "on_delivery": self._on_delivery,
             "error_cb": self._on_error,
         }
         self._conf = conf
         self._timeout_s = timeout_s
-        self._offsets: dict[TopicPartition, int] = {}
+        self._offsets: dict[TopicPartition, int] = {}  # changelog partition -> its last record's offset
+        self._unsettled: set[TopicPartition] = set()  # changelog partitions written since the last commit
+        self._admin: AdminClient | None = None  # asks for the ends of changelog partitions at commit
         self._errors: list[ChangelogError] = []
         self._too_large: RecordTooLarge | None = None  # the largest record the broker refused for its size
         self._transactional_id = transactional_id
         self._in_transaction = False
         self._unpolled = 0  # records sent since the last poll
+        self.produce_s = 0.0  # seconds spent handing records to the producer (the batch timings)
         # The broker could not be reached since the transactional producer was made. Such a producer
         # is replaced before its next transaction: librdkafka (2.16) can keep a broker that left the
         # metadata as the group coordinator, and send_offsets_to_transaction then waits for it forever,
@@ -178,21 +191,17 @@ class ChangelogWriter:
             return
         if error is not None:
             self._errors.append(ChangelogError(message.topic() or "*", message.partition(), f"write failed: {error}"))
-            return
-        tp = topic_partition(message)
-        written = offset(message)
-        if written > self._offsets.get(tp, -1):
-            self._offsets[tp] = written
 
-    def send(self, topic: str, partition: int | None, key: bytes | None, value: bytes | None,
-             timestamp: int = 0) -> None:
-        """One record; `partition` None lets the partitioner choose (by key), `timestamp` 0 means now."""
+    def send(self, topic: str, partition: int, key: bytes | None, value: bytes | None, timestamp: int = 0) -> None:
+        """One changelog record to its partition; `timestamp` 0 means now. The commit learns where
+        the partition's records end."""
         self._begin()
+        started = time.perf_counter()
+        self._unsettled.add(TopicPartition(topic, partition))
         producer = self._live
         while True:
             try:
-                producer.produce(topic, value, key, partition=-1 if partition is None else partition,
-                                 timestamp=timestamp)
+                producer.produce(topic, value, key, partition=partition, timestamp=timestamp)
                 break
             except BufferError:
                 producer.poll(0.05)  # the local queue is full: let deliveries drain it
@@ -202,10 +211,13 @@ class ChangelogWriter:
         if self._unpolled >= DELIVERY_POLL_RECORDS:
             producer.poll(0)
             self._unpolled = 0
+        self.produce_s += time.perf_counter() - started
 
     def send_many(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None, int]]) -> None:
-        """Records for one topic, partitioned by key: (key, value, timestamp; 0 means now)."""
+        """Records for one topic (a repartition or output topic), partitioned by key: (key, value,
+        timestamp; 0 means now)."""
         self._begin()
+        started = time.perf_counter()
         produce, poll = self._live.produce, self._live.poll
         unpolled = self._unpolled
         for key, value, timestamp in records:
@@ -222,6 +234,7 @@ class ChangelogWriter:
                 poll(0)
                 unpolled = 0
         self._unpolled = unpolled
+        self.produce_s += time.perf_counter() - started
 
     def _produce_failed(self, exc: KafkaException, topic: str, partition: int | None, key: bytes | None,
                         value: bytes | None) -> Exception:
@@ -280,7 +293,27 @@ class ChangelogWriter:
             if remaining:
                 raise ChangelogError("*", None, f"{remaining} records not delivered within {self._timeout_s}s")
         self._raise_delivery_error()
+        self._settle()
         return dict(self._offsets)
+
+    def _settle(self) -> None:
+        """The offsets of the last records of the changelog partitions written since the last commit:
+        below each partition's end (see the module docstring). If the broker cannot say, the stores
+        keep the offsets they had, which is safe (a restore then reads a little more than it needs)
+        and the next commit asks again: the commit itself has happened and must not be undone."""
+        if not self._unsettled:
+            return
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self._conf["bootstrap.servers"]})
+        try:
+            ends = end_offsets(self._admin, self._unsettled, min(self._timeout_s, 10.0), read_committed=False)
+        except Exception as exc:  # noqa: BLE001 - BrokerUnreachable or a KafkaException: asked again next commit
+            log.warning("changelog ends of %s unknown after a commit (%s): the stores keep their earlier offsets",
+                        sorted(self._unsettled), exc)
+            return
+        for tp, end in ends.items():
+            self._offsets[tp] = end - 1
+        self._unsettled.clear()
 
     def _raise_delivery_error(self) -> None:
         self._live.poll(0)
@@ -304,6 +337,7 @@ class ChangelogWriter:
             self._live.purge()
             self._live.poll(0)
         self._too_large, self._errors = None, []  # about records of what was rolled back
+        self._unsettled.clear()
 
     def close(self, discard: bool = False) -> None:
         """Flush (or, with `discard`, purge what is not yet delivered), close and drop the producer

@@ -339,6 +339,11 @@ class TaskState:
     def offset_sum(self) -> int:
         return offset_sum(self.offsets)
 
+    @property
+    def produce_seconds(self) -> float:
+        """Seconds this task's producer calls took so far (the batch timings' produce share)."""
+        return 0.0 if self._writer is None else self._writer.produce_s
+
     def send(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None, int]]) -> None:
         """Records (key, value, timestamp) for a sink or repartition topic, through the task's
         producer (inside its transaction under exactly-once); partitioned by key."""

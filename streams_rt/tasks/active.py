@@ -24,6 +24,7 @@ from streams_rt.kafka.committed import committed_offsets
 from streams_rt.kafka.watermarks import watermark_offsets
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.state import Mode, StoreSpec, TaskState, WindowSpec
+from streams_rt.state.deferred_gc import collect_if_grown, collector_deferred
 from streams_rt.tasks import batch_record
 from streams_rt.tasks.execution.runner import DeserializationHandler, SubtopologyRunner
 from streams_rt.tasks.faults import Faults
@@ -46,19 +47,22 @@ class BatchRefused(Exception):
 
 @dataclass
 class BatchTimings:
-    """Where a task's batches spent their time (seconds, summed): reading the input, processing it
-    (deserialization, user code, repartition and sink sends), flushing the caches (store writes,
-    changelog sends, downstream), committing (transaction or flush, RocksDB, checkpoint)."""
+    """Where a task's batches spent their time (seconds, summed): reading the input (consume), running
+    the operators (deserialization, user code, column operations, aggregation into the caches:
+    process), flushing the caches (serializing, store writes: flush), handing records to the producer
+    (repartition, output and changelog sends: produce), committing (transaction or flush, RocksDB,
+    checkpoint: commit)."""
 
     batches: int = 0
     records: int = 0
     consume_s: float = 0.0
     process_s: float = 0.0
     flush_s: float = 0.0
+    produce_s: float = 0.0
     commit_s: float = 0.0
 
     def add(self, other: BatchTimings) -> None:
-        for name in ("batches", "records", "consume_s", "process_s", "flush_s", "commit_s"):
+        for name in ("batches", "records", "consume_s", "process_s", "flush_s", "produce_s", "commit_s"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
@@ -191,24 +195,29 @@ class ActiveTaskRunner:
         t = self.timings
         records = consumed_s = processed_s = 0.0
         dropped_before = runner.skipped_deserialization
+        produced_before = self.state.produce_seconds
         try:
-            chunks = reader.read(ranges)
-            while True:
-                mark = time.perf_counter()
-                chunk = next(chunks, None)
-                consumed_s += time.perf_counter() - mark
-                if chunk is None:
-                    break
-                mark = time.perf_counter()
-                runner.process(chunk)
-                processed_s += time.perf_counter() - mark
-                records += sum(len(r) for r in chunk.values())
-            processed = time.perf_counter()
+            with collector_deferred():  # a chunk's Messages and records would set off collection after collection
+                chunks = reader.read(ranges)
+                while True:
+                    mark = time.perf_counter()
+                    chunk = next(chunks, None)
+                    consumed_s += time.perf_counter() - mark
+                    if chunk is None:
+                        break
+                    mark = time.perf_counter()
+                    runner.process(chunk)
+                    records += sum(len(r) for r in chunk.values())
+                    del chunk
+                    collect_if_grown()
+                    processed_s += time.perf_counter() - mark
+            runner.punctuate_wall_clock(int(time.time() * 1000))
+            processed, produced_processing = time.perf_counter(), self.state.produce_seconds
             runner.flush()
             output = self._output.to_batch(runner.take_output(), str(self.task))
             stream_times = runner.stream_times()
             self._record(ranges, output, batch_id, stream_times)
-            flushed = time.perf_counter()
+            flushed, produced = time.perf_counter(), self.state.produce_seconds
             ends = {tp: end for tp, (_, end) in ranges.items()}
             self._faults.reached("before_commit", self.task)
             if self._settings.exactly_once:
@@ -226,8 +235,9 @@ class ActiveTaskRunner:
         t.batches += 1
         t.records += int(records)
         t.consume_s += consumed_s
-        t.process_s += processed_s
-        t.flush_s += flushed - processed
+        t.process_s += processed_s - (produced_processing - produced_before)
+        t.flush_s += flushed - processed - (produced - produced_processing)
+        t.produce_s += produced - produced_before
         committed_s = time.perf_counter() - flushed
         t.commit_s += committed_s
         self.metrics.batch_committed(int(records), processed_s + flushed - processed, committed_s,

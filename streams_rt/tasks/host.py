@@ -55,6 +55,7 @@ from streams_rt.tasks.faults import Faults
 from streams_rt.tasks.group_member import GroupMember
 from streams_rt.tasks.host_metrics import RestoreMetrics
 from streams_rt.tasks.input_reader import InputUnavailable, input_consumer
+from streams_rt.tasks.malloc_tuning import FreeMemoryReturner
 from streams_rt.tasks.membership import MemberConfig, MemberState
 from streams_rt.tasks.ownership_log import OwnershipLog
 from streams_rt.tasks.prometheus import HostFigures, host_registry
@@ -217,6 +218,7 @@ class TaskHost:
         self.metrics_registry = host_registry(self)
         self._reporter = threading.Thread(target=self._report_loop, name="streams-rt-report", daemon=True)
         self._report_client = GroupClient(settings.coordinator_address, tls_root_certs=roots)
+        self._free_memory = FreeMemoryReturner()
 
     @property
     def endpoint(self) -> str:
@@ -232,6 +234,7 @@ class TaskHost:
             self._codec.endpoint = HostInfo(host, int(port))
         self.member.start()
         self._reporter.start()
+        self._free_memory.start()
         log.info("task host %s serving batches at %s", self.directory.process_id, self.endpoint)
 
     # -- assignment (member thread, executed on the state thread) ------------------------------
@@ -306,6 +309,7 @@ class TaskHost:
         """A batch of `task` committed (or replayed): the audit, at the generation the host is in."""
         if self._ownership is not None:
             self._ownership.batch(self._generation, task, ranges, replay)
+        self._free_memory.batch_done()
 
     def _close(self, tasks: frozenset[TaskId], clean: bool, generation: int) -> None:
         why = "the host is closing" if self._closing.is_set() else "given up to the rebalance"
@@ -583,6 +587,7 @@ class TaskHost:
             self._query_server.close()
         self.server.shutdown()
         self._report_client.close()
+        self._free_memory.close()
         self._reader.close()
         self.directory.close()
         if self._ownership is not None:

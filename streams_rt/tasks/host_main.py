@@ -38,8 +38,9 @@ from streams_rt.config.registry import GROUP_INSTANCE_ID
 from streams_rt.log_levels import apply_log_levels
 from streams_rt.processes import start_time, still_running
 from streams_rt.protocol import LATEST_SUPPORTED_VERSION
+from streams_rt.state.deferred_gc import freeze_startup_objects
 from streams_rt.tasks.host import HostSettings, QueryServer, TaskHost, load_topology
-from streams_rt.tasks.malloc_tuning import bound_malloc_arenas
+from streams_rt.tasks.malloc_tuning import bound_malloc_arenas, use_system_arrow_pool
 from streams_rt.tasks.membership import MemberConfig, MemberState
 from streams_rt.tasks.release_stand_in import ReleaseStandIn, protocol_from_host_config
 from streams_rt.tasks.restart import RESUME_VERSION_KEY, RestartRequest, carry_over
@@ -98,6 +99,7 @@ def main(argv: list[str] | None = None, query_server: QueryServerFactory | None 
         log.error("cannot start: %s", error)
         return 2
     bound_malloc_arenas()  # before any thread starts: see malloc_tuning
+    use_system_arrow_pool()
     try:
         stand_in = ReleaseStandIn.take_from_environment(os.environ)  # an "old interpreter" wrapper's
         if stand_in is not None:
@@ -132,6 +134,7 @@ def main(argv: list[str] | None = None, query_server: QueryServerFactory | None 
 
     host = TaskHost(settings, topology, layout, query_server=factory, on_restart=restart)
     host.start()
+    freeze_startup_objects()  # modules and the topology: never walked by a collection again
     if config.get("ready_file"):
         ready = {"pid": os.getpid(), "started": start_time(os.getpid()), "endpoint": host.endpoint,
                  "query_endpoint": host.query_endpoint,

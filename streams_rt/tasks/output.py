@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute
 
-from streams_rt.tasks.execution.nodes import SinkRecord
+from streams_rt.tasks.execution.chunk import Column
+from streams_rt.tasks.execution.sink import SinkOutput
 from streams_rt.topology import Serde, Topology
 from streams_rt.topology.windows import WindowedSerde
 
@@ -59,21 +61,37 @@ class OutputSchema:
     def empty_table(self) -> pa.Table:
         return self.schema.empty_table()
 
-    def to_batch(self, rows: Sequence[SinkRecord], task: str) -> pa.RecordBatch:
-        keys: list[Any] = [r[4] for r in rows] if self._key_type is not None else [r[1] for r in rows]
-        values = [r[5] for r in rows] if self._value_type is not None else [r[2] for r in rows]
-        if self._key_type is not None and pa.types.is_struct(self._key_type):
-            keys = [None if k is None else {"key": k.key, "start": k.start * 1000, "end": k.end * 1000} for k in keys]
+    def to_batch(self, outputs: Sequence[SinkOutput], task: str) -> pa.RecordBatch:
+        """One batch of every output sink's records, in the order written."""
+        if not outputs:
+            return pa.RecordBatch.from_pylist([], schema=self.schema)
+        pieces = [self._piece(out, task) for out in outputs]
+        return pieces[0] if len(pieces) == 1 else pa.Table.from_batches(pieces).combine_chunks().to_batches()[0]
+
+    def _piece(self, out: SinkOutput, task: str) -> pa.RecordBatch:
+        count = len(out.keys)
+        millis = pa.array(out.timestamps, pa.int64())
         return pa.RecordBatch.from_arrays(
             [
-                pa.array([r[0] for r in rows], pa.string()),
-                pa.array(keys, self.schema.field("key").type),
-                pa.array(values, self.schema.field("value").type),
-                pa.array([r[3] * 1000 for r in rows], TIMESTAMP),
-                pa.array([task] * len(rows), pa.string()),
+                pa.repeat(pa.scalar(out.topic, pa.string()), count),
+                self._column(out.chunk.key, out.keys, self.schema.field("key").type, self._key_type),
+                self._column(out.chunk.value, out.values, self.schema.field("value").type, self._value_type),
+                pa.compute.multiply(millis, 1000).cast(TIMESTAMP),
+                pa.repeat(pa.scalar(task, pa.string()), count),
             ],
             schema=self.schema,
         )
+
+    @staticmethod
+    def _column(column: Column, serialized: list[bytes | None], arrow_type: pa.DataType,
+                typed: pa.DataType | None) -> pa.Array[Any]:
+        """The typed values where every sink's serde agrees on a type, else the bytes written."""
+        if typed is None:
+            return pa.array(serialized, pa.binary())
+        if pa.types.is_struct(typed):  # windowed keys
+            return pa.array([None if k is None else {"key": k.key, "start": k.start * 1000, "end": k.end * 1000}
+                             for k in column.values()], arrow_type)
+        return column.typed(arrow_type)
 
 
 def _ddl(t: pa.DataType) -> str:

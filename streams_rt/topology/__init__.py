@@ -1,7 +1,9 @@
 """Topologies: the DSL (StreamsBuilder, KStream, KTable, windowed aggregations, stream-table joins),
-the processor API, serdes, and subtopologies split as Kafka Streams splits them. Pure: no I/O; the
-task hosts run what it describes."""
+column operations that run on whole batches (Words, Split, Field, Value), the processor API, serdes,
+and subtopologies split as Kafka Streams splits them. Pure: no I/O; the task hosts run what it
+describes."""
 
+from streams_rt.topology.columns import Field, Split, Value, Words
 from streams_rt.topology.dsl import (
     BranchedStream,
     KGroupedStream,
@@ -11,7 +13,7 @@ from streams_rt.topology.dsl import (
     TimeWindowedStream,
 )
 from streams_rt.topology.errors import TopologyError
-from streams_rt.topology.processor import BaseProcessor, Processor, ProcessorContext
+from streams_rt.topology.processor import BaseProcessor, Processor, ProcessorContext, PunctuationType
 from streams_rt.topology.record import Record, Windowed
 from streams_rt.topology.serdes import Serde, SerdeError, Serdes
 from streams_rt.topology.stores import StoreDefinition, Stores
@@ -21,16 +23,19 @@ from streams_rt.topology.windows import HoppingWindows, TimeWindows, TumblingWin
 __all__ = [
     "BaseProcessor",
     "BranchedStream",
+    "Field",
     "HoppingWindows",
     "KGroupedStream",
     "KStream",
     "KTable",
     "Processor",
     "ProcessorContext",
+    "PunctuationType",
     "Record",
     "Serde",
     "SerdeError",
     "Serdes",
+    "Split",
     "StoreDefinition",
     "Stores",
     "StreamsBuilder",
@@ -41,6 +46,8 @@ __all__ = [
     "TopologyError",
     "TopologyLayout",
     "TumblingWindows",
+    "Value",
     "Windowed",
     "WindowedSerde",
+    "Words",
 ]

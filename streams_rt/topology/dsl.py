@@ -9,6 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streams_rt.topology.aggregators import Builtin
+from streams_rt.topology.columns import Field, MapBatches, Split, Value, Words
 from streams_rt.topology.errors import TopologyError
 from streams_rt.topology.nodes import (
     Aggregate,
@@ -64,7 +69,7 @@ class StreamsBuilder:
         keys, values = key_serde or Serdes.bytes(), value_serde or Serdes.bytes()
         source = self._add(SourceNode(self._name("KTABLE-SOURCE"), topics=(topic,), key_serde=keys, value_serde=values))
         store_name = store or f"{topic}-STATE-STORE-{self._counter:010d}"
-        self.add_state_store(StoreDefinition(store_name, keys, values, in_memory=in_memory))
+        self.add_state_store(StoreDefinition(store_name, keys, values, in_memory=in_memory, timestamped=True))
         node = self._processor(source, "KTABLE-SOURCE-PROCESSOR", TableSource(store_name), (store_name,))
         return KTable(self, node, store_name, keys, values)
 
@@ -124,10 +129,15 @@ class KStream:
                        self.key_changed if key_changed is None else key_changed)
 
     # -- stateless ---------------------------------------------------------------------------
-    def filter(self, predicate: Callable[[Any, Any], bool], name: str | None = None) -> KStream:
+    def filter(self, predicate: Callable[[Any, Any], bool] | pc.Expression, name: str | None = None) -> KStream:
+        """predicate(key, value), or a pyarrow.compute expression over the fields key, value and
+        timestamp, run on whole batches (a null result drops the record, as in SQL)."""
         return self._next("KSTREAM-FILTER", Filter(predicate), name=name)
 
-    def filter_not(self, predicate: Callable[[Any, Any], bool], name: str | None = None) -> KStream:
+    def filter_not(self, predicate: Callable[[Any, Any], bool] | pc.Expression, name: str | None = None) -> KStream:
+        """The records `filter` drops (for an expression: where it is false; null drops both ways)."""
+        if isinstance(predicate, pc.Expression):
+            return self._next("KSTREAM-FILTER", Filter(~predicate), name=name)
         return self._next("KSTREAM-FILTER", Filter(lambda k, v: not predicate(k, v)), name=name)
 
     def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], key_serde: Serde[Any] | None = None,
@@ -135,21 +145,31 @@ class KStream:
         """mapper(key, value) -> (new key, new value)."""
         return self._next("KSTREAM-MAP", Map(mapper), True, key_serde, value_serde, name=name)
 
-    def map_values(self, mapper: Callable[[Any], Any], value_serde: Serde[Any] | None = None,
+    def map_values(self, mapper: Callable[[Any], Any] | Field, value_serde: Serde[Any] | None = None,
                    name: str | None = None) -> KStream:
+        """mapper(value), or Field(path): a field of a JSON value, on whole batches."""
         return self._next("KSTREAM-MAPVALUES", MapValues(mapper), value_serde=value_serde, name=name)
 
-    def select_key(self, mapper: Callable[[Any, Any], Any], key_serde: Serde[Any] | None = None,
+    def select_key(self, mapper: Callable[[Any, Any], Any] | Field | Value, key_serde: Serde[Any] | None = None,
                    name: str | None = None) -> KStream:
+        """mapper(key, value), or on whole batches Field(path) (the key becomes a field of a JSON
+        value) or Value() (the value becomes the key)."""
         return self._next("KSTREAM-KEY-SELECT", SelectKey(mapper), True, key_serde, name=name)
+
+    def map_batches(self, fn: Callable[[pa.RecordBatch], pa.RecordBatch], key_serde: Serde[Any] | None = None,
+                    value_serde: Serde[Any] | None = None, name: str | None = None) -> KStream:
+        """fn(batch) -> batch over whole batches of records (Spark's mapInArrow shape): columns key,
+        value, timestamp in; key, value (and timestamp, else unchanged: then as many rows) out."""
+        return self._next("KSTREAM-MAPBATCHES", MapBatches(fn), True, key_serde, value_serde, name=name)
 
     def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], key_serde: Serde[Any] | None = None,
                  value_serde: Serde[Any] | None = None, name: str | None = None) -> KStream:
         """mapper(key, value) -> any number of (key, value) pairs."""
         return self._next("KSTREAM-FLATMAP", FlatMap(mapper), True, key_serde, value_serde, name=name)
 
-    def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]], value_serde: Serde[Any] | None = None,
-                        name: str | None = None) -> KStream:
+    def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]] | Words | Split,
+                        value_serde: Serde[Any] | None = None, name: str | None = None) -> KStream:
+        """mapper(value) -> any number of values, or Words() / Split(separator) on whole batches."""
         return self._next("KSTREAM-FLATMAPVALUES", FlatMapValues(mapper), value_serde=value_serde, name=name)
 
     def peek(self, action: Callable[[Any, Any], None], name: str | None = None) -> KStream:
@@ -184,17 +204,22 @@ class KStream:
 
     # -- stateful ----------------------------------------------------------------------------
     def group_by_key(self, key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None,
-                     name: str | None = None) -> KGroupedStream:
-        """Group by the current key; repartitioned first only if an operation may have changed it."""
+                     name: str | None = None, combine: bool = True) -> KGroupedStream:
+        """Group by the current key; repartitioned first only if an operation may have changed it.
+        `combine`: see `group_by`."""
         return KGroupedStream(self, key_serde or self.key_serde, value_serde or self.value_serde,
-                              self.key_changed, name)
+                              self.key_changed, name, combine)
 
-    def group_by(self, selector: Callable[[Any, Any], Any], key_serde: Serde[Any] | None = None,
-                 value_serde: Serde[Any] | None = None, name: str | None = None) -> KGroupedStream:
-        """Group by selector(key, value): always through a repartition topic
-        `<application.id>-<name>-repartition` (name defaults to the aggregation's store)."""
+    def group_by(self, selector: Callable[[Any, Any], Any] | Field | Value, key_serde: Serde[Any] | None = None,
+                 value_serde: Serde[Any] | None = None, name: str | None = None,
+                 combine: bool = True) -> KGroupedStream:
+        """Group by selector(key, value) (or Field(path), or Value()): always through a repartition
+        topic `<application.id>-<name>-repartition` (name defaults to the aggregation's store).
+        `combine`: a built-in aggregation (count, sum, min, max, mean; not windowed) then sends
+        per-batch partial aggregates through that topic instead of every record (docs/processing.md)."""
         keyed = self.select_key(selector, key_serde)
-        return KGroupedStream(keyed, key_serde or self.key_serde, value_serde or self.value_serde, True, name)
+        return KGroupedStream(keyed, key_serde or self.key_serde, value_serde or self.value_serde, True, name,
+                              combine)
 
     def join(self, table: KTable, joiner: Callable[[Any, Any], Any], value_serde: Serde[Any] | None = None,
              name: str | None = None) -> KStream:
@@ -280,22 +305,52 @@ class BranchedStream:
 
 class KGroupedStream:
     def __init__(self, stream: KStream, key_serde: Serde[Any], value_serde: Serde[Any], repartition: bool,
-                 name: str | None) -> None:
+                 name: str | None, combine: bool = True) -> None:
         self._stream, self.key_serde, self.value_serde = stream, key_serde, value_serde
-        self._repartition_needed, self._name = repartition, name
+        self._repartition_needed, self._name, self._combine = repartition, name, combine
 
-    def _input(self, store: str) -> Node:
-        """The node the aggregation hangs under: the stream itself, or a repartition of it."""
+    def _input(self, store: str, builtin: Builtin | None = None) -> tuple[Node, bool]:
+        """The node the aggregation hangs under (the stream itself, or a repartition of it), and
+        whether what arrives there is a combiner's partial states."""
         if not self._repartition_needed:
-            return self._stream.node
-        topic = f"{self._name or store}-repartition"
-        return self._stream._b._repartition(self._stream.node, topic, self.key_serde, self.value_serde)
+            return self._stream.node, False
+        b = self._stream._b
+        base = self._name or store
+        topic = f"{base}-repartition"
+        if builtin is None or not self._combine:
+            return b._repartition(self._stream.node, topic, self.key_serde, self.value_serde), False
+        # Named apart from Kafka's numbering, so every other node keeps the name Kafka would give it.
+        combiner = b._processor(self._stream.node, "", _combiner(builtin), name=f"{base}-combine")
+        partials = builtin.result_serde(self.value_serde)
+        return b._repartition(combiner, topic, self.key_serde, partials), True
 
     def _store(self, store: str | None) -> str:
         return store or self._stream._b._name("KSTREAM-AGGREGATE-STATE-STORE")
 
     def count(self, store: str | None = None, in_memory: bool = False) -> KTable:
-        return self.aggregate(lambda: 0, lambda key, value, agg: agg + 1, store, Serdes.int64(), in_memory)
+        """Records per key (null keys and values dropped), run on whole batches."""
+        return self._builtin(Builtin.COUNT, store, in_memory)
+
+    def sum(self, store: str | None = None, in_memory: bool = False) -> KTable:
+        """The sum of the values per key (numbers; null values left out), run on whole batches."""
+        return self._builtin(Builtin.SUM, store, in_memory)
+
+    def min(self, store: str | None = None, in_memory: bool = False) -> KTable:
+        return self._builtin(Builtin.MIN, store, in_memory)
+
+    def max(self, store: str | None = None, in_memory: bool = False) -> KTable:
+        return self._builtin(Builtin.MAX, store, in_memory)
+
+    def mean(self, store: str | None = None, in_memory: bool = False) -> KTable:
+        """{"count": n, "sum": s, "mean": s / n} per key (a JSON value), run on whole batches."""
+        return self._builtin(Builtin.MEAN, store, in_memory)
+
+    def _builtin(self, builtin: Builtin, store: str | None, in_memory: bool) -> KTable:
+        name = self._store(store)
+        parent, partials_in = self._input(name, builtin)
+        initializer, aggregator = _builtin_functions(builtin, partials_in)
+        op = Aggregate(name, initializer, aggregator, builtin=builtin, partials_in=partials_in)
+        return self._materialize(name, parent, op, builtin.result_serde(self.value_serde), in_memory)
 
     def reduce(self, reducer: Callable[[Any, Any], Any], store: str | None = None, in_memory: bool = False) -> KTable:
         """reducer(aggregate, value); the first value of a key is its first aggregate."""
@@ -305,11 +360,15 @@ class KGroupedStream:
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   store: str | None = None, value_serde: Serde[Any] | None = None, in_memory: bool = False) -> KTable:
         """aggregator(key, value, aggregate) -> the new aggregate, starting from initializer()."""
-        b = self._stream._b
         name = self._store(store)
-        values = value_serde or self.value_serde
-        b.add_state_store(StoreDefinition(name, self.key_serde, values, in_memory=in_memory))
-        node = b._processor(self._input(name), "KSTREAM-AGGREGATE", Aggregate(name, initializer, aggregator), (name,))
+        parent, _ = self._input(name)
+        return self._materialize(name, parent, Aggregate(name, initializer, aggregator),
+                                 value_serde or self.value_serde, in_memory)
+
+    def _materialize(self, name: str, parent: Node, op: Aggregate, values: Serde[Any], in_memory: bool) -> KTable:
+        b = self._stream._b
+        b.add_state_store(StoreDefinition(name, self.key_serde, values, in_memory=in_memory, timestamped=True))
+        node = b._processor(parent, "KSTREAM-AGGREGATE", op, (name,))
         return KTable(b, node, name, self.key_serde, values)
 
     def windowed_by(self, windows: TimeWindows) -> TimeWindowedStream:
@@ -319,6 +378,19 @@ class KGroupedStream:
 _FIRST = object()  # reduce's "no aggregate yet"
 
 
+def _builtin_functions(builtin: Builtin, partials_in: bool) -> tuple[Callable[[], Any], Callable[[Any, Any, Any], Any]]:
+    """A built-in aggregator's record-by-record form: (initializer, aggregator)."""
+    if partials_in:
+        return (lambda: None), (lambda key, partial, state: builtin.merge(state, partial))
+    return (lambda: None), (lambda key, value, state: builtin.step(state, value))
+
+
+def _combiner(builtin: Builtin) -> Aggregate:
+    """The node before a repartition topic that sends partial states instead of records."""
+    initializer, aggregator = _builtin_functions(builtin, False)
+    return Aggregate(None, initializer, aggregator, builtin=builtin)
+
+
 class TimeWindowedStream:
     """Aggregations per key and window; results are keyed by `Windowed(key, start, end)`."""
 
@@ -326,8 +398,25 @@ class TimeWindowedStream:
         self._grouped, self.windows = grouped, windows
 
     def count(self, store: str | None = None, retention_ms: int | None = None, in_memory: bool = False) -> KTable:
-        return self.aggregate(lambda: 0, lambda key, value, agg: agg + 1, store, Serdes.int64(), retention_ms,
-                              in_memory)
+        """Records per key and window (a null value counts, as in Kafka), run on whole batches."""
+        return self._builtin(Builtin.COUNT, store, retention_ms, in_memory)
+
+    def sum(self, store: str | None = None, retention_ms: int | None = None, in_memory: bool = False) -> KTable:
+        return self._builtin(Builtin.SUM, store, retention_ms, in_memory)
+
+    def min(self, store: str | None = None, retention_ms: int | None = None, in_memory: bool = False) -> KTable:
+        return self._builtin(Builtin.MIN, store, retention_ms, in_memory)
+
+    def max(self, store: str | None = None, retention_ms: int | None = None, in_memory: bool = False) -> KTable:
+        return self._builtin(Builtin.MAX, store, retention_ms, in_memory)
+
+    def mean(self, store: str | None = None, retention_ms: int | None = None, in_memory: bool = False) -> KTable:
+        return self._builtin(Builtin.MEAN, store, retention_ms, in_memory)
+
+    def _builtin(self, builtin: Builtin, store: str | None, retention_ms: int | None, in_memory: bool) -> KTable:
+        initializer, aggregator = _builtin_functions(builtin, False)
+        return self._aggregate(initializer, aggregator, store, builtin.result_serde(self._grouped.value_serde),
+                               retention_ms, in_memory, builtin)
 
     def reduce(self, reducer: Callable[[Any, Any], Any], store: str | None = None, retention_ms: int | None = None,
                in_memory: bool = False) -> KTable:
@@ -337,6 +426,11 @@ class TimeWindowedStream:
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   store: str | None = None, value_serde: Serde[Any] | None = None, retention_ms: int | None = None,
                   in_memory: bool = False) -> KTable:
+        return self._aggregate(initializer, aggregator, store, value_serde, retention_ms, in_memory, None)
+
+    def _aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                   store: str | None, value_serde: Serde[Any] | None, retention_ms: int | None, in_memory: bool,
+                   builtin: Builtin | None) -> KTable:
         g, w = self._grouped, self.windows
         b = g._stream._b
         name = g._store(store)
@@ -346,8 +440,10 @@ class TimeWindowedStream:
             raise TopologyError(name, f"retention ({retention} ms) must be at least window size plus grace "
                                       f"({w.size_ms + w.grace_ms} ms)")
         b.add_state_store(StoreDefinition(name, g.key_serde, values, window_size_ms=w.size_ms,
-                                          retention_ms=retention, in_memory=in_memory))
-        node = b._processor(g._input(name), "KSTREAM-AGGREGATE", Aggregate(name, initializer, aggregator, w), (name,))
+                                          retention_ms=retention, in_memory=in_memory, timestamped=True))
+        parent, _ = g._input(name)
+        op = Aggregate(name, initializer, aggregator, w, builtin=builtin)
+        node = b._processor(parent, "KSTREAM-AGGREGATE", op, (name,))
         return KTable(b, node, name, WindowedSerde(g.key_serde, w.size_ms), values)
 
 

@@ -7,6 +7,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow.compute as pc
+
+from streams_rt.topology.aggregators import Builtin
+from streams_rt.topology.columns import Field, MapBatches, Split, Value, Words
 from streams_rt.topology.processor import ProcessorSupplier
 from streams_rt.topology.serdes import Serde
 from streams_rt.topology.windows import TimeWindows
@@ -46,7 +50,9 @@ class SinkNode(Node):
 # ---- operations ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Filter:
-    predicate: Callable[[Any, Any], bool]
+    """predicate(key, value), or a pyarrow.compute expression over key, value and timestamp."""
+
+    predicate: Callable[[Any, Any], bool] | pc.Expression
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,7 @@ class Map:
 
 @dataclass(frozen=True)
 class MapValues:
-    mapper: Callable[[Any], Any]
+    mapper: Callable[[Any], Any] | Field
 
 
 @dataclass(frozen=True)
@@ -66,12 +72,12 @@ class FlatMap:
 
 @dataclass(frozen=True)
 class FlatMapValues:
-    mapper: Callable[[Any], Iterable[Any]]
+    mapper: Callable[[Any], Iterable[Any]] | Words | Split
 
 
 @dataclass(frozen=True)
 class SelectKey:
-    mapper: Callable[[Any, Any], Any]
+    mapper: Callable[[Any, Any], Any] | Field | Value
 
 
 @dataclass(frozen=True)
@@ -96,12 +102,17 @@ class Passthrough:
 @dataclass(frozen=True)
 class Aggregate:
     """count / reduce / aggregate into `store`, per key or per (key, window). `initializer()` is
-    the first aggregate; `aggregator(key, value, aggregate)` the next one."""
+    the first aggregate; `aggregator(key, value, aggregate)` the next one. `builtin`: a built-in
+    aggregator the runtime may run per batch (then the two functions are its record-by-record form);
+    `partials_in`: the records are partial states from a combiner, merged rather than aggregated.
+    A combiner is an Aggregate with no store (`store` None): it forwards partial states."""
 
-    store: str
+    store: str | None
     initializer: Callable[[], Any]
     aggregator: Callable[[Any, Any, Any], Any]
     windows: TimeWindows | None = None
+    builtin: Builtin | None = None
+    partials_in: bool = False
 
 
 @dataclass(frozen=True)
@@ -131,7 +142,7 @@ class Process:
 
 Operation = (
     Filter | Map | MapValues | FlatMap | FlatMapValues | SelectKey | Peek | Branch | Passthrough | Aggregate
-    | TableSource | Join | Process
+    | TableSource | Join | Process | MapBatches
 )
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streams_rt.topology.errors import TopologyError
-from streams_rt.topology.serdes import Serde, Serdes
+from streams_rt.topology.serdes import Serde, Serdes, TimestampedSerde
 
 _LEGAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
@@ -15,7 +15,10 @@ _LEGAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 @dataclass(frozen=True)
 class StoreDefinition:
     """`window_size_ms` set: a window store keeping windows for `retention_ms`. `in_memory` keeps
-    the store in memory (restored from its changelog on every open) instead of RocksDB."""
+    the store in memory (restored from its changelog on every open) instead of RocksDB.
+    `timestamped`: each value is kept with its timestamp (Kafka's timestamped stores, which the DSL's
+    tables and aggregations use); the bytes in the store and its changelog are then those of
+    `stored_value_serde`."""
 
     name: str
     key_serde: Serde[Any]
@@ -23,6 +26,7 @@ class StoreDefinition:
     window_size_ms: int | None = None
     retention_ms: int | None = None
     in_memory: bool = False
+    timestamped: bool = False
 
     def __post_init__(self) -> None:
         check_name(self.name, "store")
@@ -33,6 +37,11 @@ class StoreDefinition:
     @property
     def windowed(self) -> bool:
         return self.window_size_ms is not None
+
+    @property
+    def stored_value_serde(self) -> Serde[Any]:
+        """The serde of the bytes the store keeps: the value serde, behind its timestamp if timestamped."""
+        return TimestampedSerde(self.value_serde) if self.timestamped else self.value_serde
 
 
 def check_name(name: str, what: str) -> None:

@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from streams_rt.coordinator.discovery import CoordinatorFile, this_process
 from streams_rt.kafka.dev_broker import BrokerInfo
 from tests.cli.helpers import assert_one_error_line, streams_rt
+from tests.kafka.helpers import free_port
 from tests.tasks.test_host import LINES, Apps, drain
 
 pytestmark = pytest.mark.broker
@@ -79,6 +80,14 @@ def test_reset_refuses_a_running_application(tmp_path: Path, kafka_broker: Broke
                    "--force"),
         "application 'live' is running", f"pid {pid}", "stop it before resetting it")
     assert (tmp_path / "live.coordinator.json").exists()
+
+
+def test_an_unreachable_broker_is_one_line(tmp_path: Path) -> None:
+    """No librdkafka reconnect log, no traceback: one `Error:` line with librdkafka's reason."""
+    result = streams_rt("reset", "-a", "gone", "--bootstrap-server", f"127.0.0.1:{free_port()}",
+                        "--state-dir", tmp_path, "--force")
+    assert_one_error_line(result, "cannot reach Kafka at 127.0.0.1:", "Connection refused", "dev-broker status")
+    assert result.stdout == ""
 
 
 def test_help() -> None:

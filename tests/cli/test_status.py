@@ -35,9 +35,12 @@ def test_status_shows_the_group_hosts_tasks_and_rebalances(apps: Apps, tmp_path:
     assert f"application {app.application_id}  coordinator {app.coordinator.address}" in out
     assert f"status page {app.coordinator.http_url}" in out
     assert f"group STABLE  generation {status['generation']}  protocol COOPERATIVE  hosts 2  tasks 6 (6 RUNNING)" in out
+    pids = {h.endpoint: h.proc.pid for h in app.hosts.values()}
+    queries = {h.endpoint: h.query_endpoint for h in app.hosts.values()}
     for host in status["hosts"]:
         row = next(line for line in out.splitlines() if line.startswith(host["name"]))
         assert host["endpoint"] in row and all(t in row for t in host["active"])
+        assert f" {pids[host['endpoint']]} " in row and f"http://{queries[host['endpoint']]}" in row
     for task in status["tasks"]:
         row = next(line for line in out.splitlines() if line.startswith(task["task"] + " "))
         assert " RUNNING " in row
@@ -52,6 +55,8 @@ def test_status_shows_the_group_hosts_tasks_and_rebalances(apps: Apps, tmp_path:
 
     as_json = streams_rt("status", "-a", app.application_id, "--state-dir", state_dir, "--json")
     assert as_json.returncode == 0 and json.loads(as_json.stdout)["generation"] == status["generation"]
+    assert {(h["endpoint"], h["pid"], h["query_endpoint"]) for h in json.loads(as_json.stdout)["hosts"]} == {
+        (h.endpoint, h.proc.pid, h.query_endpoint) for h in app.hosts.values()}
 
     # From another machine: the address, and the secret in the environment.
     secret = app.coordinator.secret

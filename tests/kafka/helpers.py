@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -76,3 +77,11 @@ def alive(pid: int) -> bool:
         return ") Z " not in stat.read_text()
     except OSError:
         return False
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (a connection there is refused at once)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port

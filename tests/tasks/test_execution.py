@@ -46,6 +46,20 @@ def word_count(cache: int = 0, partitions: int = 2) -> TopologyTestDriver:
     return TopologyTestDriver(b.build(), {"lines": partitions}, cache_max_bytes=cache)
 
 
+def test_the_driver_reads_and_writes_with_the_topology_serdes() -> None:
+    """The README's tour: no serdes passed, the topology's own are used both ways."""
+    from examples.word_count import topology
+
+    driver = TopologyTestDriver(topology())
+    driver.pipe("text-lines", "l1", "hello world hello")
+    assert driver.read_output("word-counts") == [("hello", 1), ("world", 1), ("hello", 2)]
+    assert driver.key_value_store("word-counts") == {"hello": 2, "world": 1}
+    with pytest.raises(KeyError, match="not a source topic"):
+        driver.pipe("word-counts", "k", "v")
+    with pytest.raises(KeyError, match="not an output topic"):
+        driver.read_output("text-lines")
+
+
 lines_strategy = st.lists(st.lists(st.sampled_from("a b c d e f g h".split()), max_size=6).map(" ".join), max_size=30)
 
 
@@ -271,10 +285,10 @@ def test_an_aborted_batch_takes_back_the_stream_time_it_advanced() -> None:
     tp = TopicPartition("views", 0)
     runner.process({tp: [view(0, 100_000)]})
     committed = runner.stream_times()
-    assert list(committed.values()) == [100_000]
+    assert list(committed.values()) == [100_000, 100_000]  # the window node's and the task's
     runner.committed(committed)
     runner.process({tp: [view(1, 10_000_000)]})
-    assert list(runner.stream_times().values()) == [10_000_000]
+    assert list(runner.stream_times().values()) == [10_000_000, 10_000_000]
     runner.abort()
     assert runner.stream_times() == committed
     writes = batch_record.encode({tp: (0, 1)}, pa.RecordBatch.from_pylist([{"x": 1}]), 0, None, committed)

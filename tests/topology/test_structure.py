@@ -8,14 +8,26 @@ import pytest
 from streams_rt.kafka.partitioner import murmur2, partition_for
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.topology import BaseProcessor, Record, Serdes, Stores, StreamsBuilder, TopologyError, TumblingWindows
+from streams_rt.topology.nodes import SinkNode
 
 
-def word_count() -> StreamsBuilder:
+def word_count(combine: bool = False) -> StreamsBuilder:
     b = StreamsBuilder()
     lines = b.stream("lines", Serdes.string(), Serdes.string())
-    counts = lines.flat_map_values(str.split).group_by(lambda k, w: w, Serdes.string(), name="words").count("counts")
-    counts.to_stream().to("word-counts")
+    grouped = lines.flat_map_values(str.split).group_by(lambda k, w: w, Serdes.string(), name="words", combine=combine)
+    grouped.count("counts").to_stream().to("word-counts")
     return b
+
+
+def test_a_combiner_sends_partial_counts_through_the_repartition_topic() -> None:
+    """Named apart from Kafka's numbering: every other node keeps the name Kafka gives it."""
+    combined, plain = word_count(combine=True).build(), word_count().build()
+    assert [len(s.nodes) for s in combined.subtopologies] == [5, 4]
+    names = [n.name for n in combined.subtopologies[0].nodes]
+    assert names == [n.name for n in plain.subtopologies[0].nodes][:3] + ["words-combine", "KSTREAM-SINK-0000000003"]
+    sink = combined.subtopologies[0].nodes[-1]
+    assert isinstance(sink, SinkNode) and sink.value_serde is not None and sink.value_serde.name == "int64"
+    assert [n.name for n in combined.subtopologies[1].nodes] == [n.name for n in plain.subtopologies[1].nodes]
 
 
 def test_word_count_splits_at_the_repartition_topic_and_describes_like_kafka() -> None:

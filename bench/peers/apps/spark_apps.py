@@ -35,6 +35,9 @@ KAFKA_CONNECTOR = REPO / "build" / "peers-spark-kafka" / "libs"
 
 def session(work: Path, master: str, shuffle_partitions: int = 4) -> SparkSession:
     return build_session(master, "peers-spark", {
+        # Spark's own default heap: its state and aggregation live in this JVM (streams_rt's app runs
+        # with spark-conf's 512 MB, its state being in the task hosts).
+        "spark.driver.memory": "1g",
         "spark.jars": ",".join(str(jar) for jar in sorted(KAFKA_CONNECTOR.glob("*.jar"))),
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.streaming.stateStore.providerClass":

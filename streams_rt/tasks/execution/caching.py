@@ -4,8 +4,10 @@ they reach the store, its changelog and the downstream nodes. A flush (at the en
 when the task's caches outgrow their budget) writes each dirty entry to the store and forwards it.
 With a budget of 0 every update goes through at once.
 
-Entries hold deserialized keys and values (serialized once, at flush); their size is estimated from
-the objects, which is what the cache costs in memory."""
+Entries hold deserialized keys and values (serialized once, at flush) with their timestamps; their
+size is estimated from the objects, which is what the cache costs in memory. A timestamped store
+(its value serde a TimestampedSerde) keeps each entry's timestamp with its value; other stores'
+entries read back with timestamp -1 (unknown)."""
 
 from __future__ import annotations
 
@@ -15,9 +17,11 @@ from typing import Any
 
 from streams_rt.state.stores import KeyValueStore, WindowStore
 from streams_rt.state.stores.typed import serialized_key
-from streams_rt.topology import Serde, Windowed
+from streams_rt.topology import Serde, Serdes, Windowed
+from streams_rt.topology.serdes import TimestampedSerde
 
 ENTRY_OVERHEAD_BYTES = 120  # dict slot, tuple, timestamp int
+_NO_SERDE: Serde[Any] = Serdes.bytes()  # a cache with no store reads and writes no bytes
 
 Rec = tuple[Any, Any, int, int]  # as in nodes.py: (key, value, timestamp, source_index)
 Forward = Callable[[list[Rec]], None]
@@ -59,11 +63,26 @@ class TaskCache:
 
 
 class _Cache:
-    def __init__(self, task_cache: TaskCache, forward: Forward | None) -> None:
+    def __init__(self, task_cache: TaskCache, forward: Forward | None, values: Serde[Any]) -> None:
         self._task = task_cache
         self._forward = forward
         self.dirty: dict[Any, tuple[Any, int]] = {}
+        self.values = values
+        self._timestamped = values if isinstance(values, TimestampedSerde) else None
         task_cache.caches.append(self)
+
+    def _stored(self, value: Any, timestamp: int) -> bytes | None:
+        if self._timestamped is not None:
+            return self._timestamped.serialize_timestamped(value, timestamp)
+        return self.values.serialize(value)
+
+    def _read(self, data: bytes | None) -> tuple[Any, int] | None:
+        """Stored bytes as (value, timestamp); None for a missing entry."""
+        if data is None:
+            return None
+        if self._timestamped is not None:
+            return self._timestamped.deserialize_timestamped(data)
+        return self.values.deserialize(data), -1
 
     @property
     def caching(self) -> bool:
@@ -80,7 +99,7 @@ class _Cache:
 
     def _put(self, cache_key: Any, value: Any, timestamp: int) -> None:
         if not self._task.enabled:
-            self._write(cache_key, value)
+            self._write(cache_key, value, timestamp)
             if self._forward is not None:
                 self._forward([self._record(cache_key, value, timestamp)])
             return
@@ -97,12 +116,19 @@ class _Cache:
         if not self.dirty:
             return
         entries, self.dirty = self.dirty, {}
-        for cache_key, (value, _) in entries.items():
-            self._write(cache_key, value)
+        if any(value is None for value, _ in entries.values()):
+            # As Kafka's caching stores: a delete of what the store does not hold is neither written
+            # nor forwarded (a window store's retention then does not move on for it either).
+            entries = {k: e for k, e in entries.items() if e[0] is not None or self._holds(k)}
+        for cache_key, (value, timestamp) in entries.items():
+            self._write(cache_key, value, timestamp)
         if self._forward is not None:
             self._forward([self._record(k, v, ts) for k, (v, ts) in entries.items()])
 
-    def _write(self, cache_key: Any, value: Any) -> None:
+    def _holds(self, cache_key: Any) -> bool:
+        raise NotImplementedError
+
+    def _write(self, cache_key: Any, value: Any, timestamp: int) -> None:
         raise NotImplementedError
 
     def _record(self, cache_key: Any, value: Any, timestamp: int) -> Rec:
@@ -114,25 +140,34 @@ class CachedKeyValue(_Cache):
 
     def __init__(self, store: KeyValueStore, keys: Serde[Any], values: Serde[Any], task_cache: TaskCache,
                  forward: Forward | None = None) -> None:
-        super().__init__(task_cache, forward)
-        self.store, self.keys, self.values = store, keys, values
+        super().__init__(task_cache, forward, values)
+        self.store, self.keys = store, keys
 
     def get(self, key: Any) -> Any:
+        """The key's value (None: none), cache first."""
+        found = self.get_timestamped(key)
+        return None if found is None else found[0]
+
+    def get_timestamped(self, key: Any) -> tuple[Any, int] | None:
+        """(value, timestamp) of the key (None: none), cache first."""
         hit = self.dirty.get(key)
         if hit is not None:
-            return hit[0]
+            return hit
         return self.load(key)
 
-    def load(self, key: Any) -> Any:
-        """The store's value (uncommitted writes included), past the cache."""
-        return self.values.deserialize(self.store.get(serialized_key(self.keys, key)))
+    def load(self, key: Any) -> tuple[Any, int] | None:
+        """The store's (value, timestamp) (uncommitted writes included), past the cache."""
+        return self._read(self.store.get(serialized_key(self.keys, key)))
 
     def put(self, key: Any, value: Any, timestamp: int) -> None:
         """None deletes."""
         self._put(key, value, timestamp)
 
-    def _write(self, cache_key: Any, value: Any) -> None:
-        self.store.put(serialized_key(self.keys, cache_key), self.values.serialize(value))
+    def _holds(self, cache_key: Any) -> bool:
+        return self.store.get(serialized_key(self.keys, cache_key)) is not None
+
+    def _write(self, cache_key: Any, value: Any, timestamp: int) -> None:
+        self.store.put(serialized_key(self.keys, cache_key), self._stored(value, timestamp))
 
     def _record(self, cache_key: Any, value: Any, timestamp: int) -> Rec:
         return (cache_key, value, timestamp, -1)
@@ -144,23 +179,51 @@ class CachedWindows(_Cache):
 
     def __init__(self, store: WindowStore, keys: Serde[Any], values: Serde[Any], task_cache: TaskCache,
                  forward: Forward | None = None) -> None:
-        super().__init__(task_cache, forward)
-        self.store, self.keys, self.values = store, keys, values
+        super().__init__(task_cache, forward, values)
+        self.store, self.keys = store, keys
 
-    def get(self, key: Any, window_start: int) -> Any:
+    def get_timestamped(self, key: Any, window_start: int) -> tuple[Any, int] | None:
+        """(value, timestamp) of the key's window (None: none), cache first."""
         hit = self.dirty.get((key, window_start))
         if hit is not None:
-            return hit[0]
+            return hit
         found = self.store.fetch(serialized_key(self.keys, key), window_start, window_start)
-        return self.values.deserialize(found[0][1]) if found else None
+        return self._read(found[0][1]) if found else None
 
     def put(self, key: Any, window_start: int, value: Any, timestamp: int) -> None:
         self._put((key, window_start), value, timestamp)
 
-    def _write(self, cache_key: Any, value: Any) -> None:
+    def _holds(self, cache_key: Any) -> bool:
         key, start = cache_key
-        self.store.put(serialized_key(self.keys, key), self.values.serialize(value), start)
+        return bool(self.store.fetch(serialized_key(self.keys, key), start, start))
+
+    def _write(self, cache_key: Any, value: Any, timestamp: int) -> None:
+        key, start = cache_key
+        self.store.put(serialized_key(self.keys, key), self._stored(value, timestamp), start)
 
     def _record(self, cache_key: Any, value: Any, timestamp: int) -> Rec:
         key, start = cache_key
         return (Windowed(key, start, start + self.store.window_size_ms), value, timestamp, -1)
+
+
+class PartialsCache(_Cache):
+    """A combiner's cache: partial states per key, with no store behind them (a load finds nothing);
+    a flush forwards them to the repartition topic. With caching off each record's partial goes at once."""
+
+    def __init__(self, task_cache: TaskCache, forward: Forward | None = None) -> None:
+        super().__init__(task_cache, forward, _NO_SERDE)
+
+    def load(self, key: Any) -> tuple[Any, int] | None:
+        return None
+
+    def put(self, key: Any, partial: Any, timestamp: int) -> None:
+        self._put(key, partial, timestamp)
+
+    def _holds(self, cache_key: Any) -> bool:
+        return False
+
+    def _write(self, cache_key: Any, value: Any, timestamp: int) -> None:
+        """Nothing is stored: the partial only travels on."""
+
+    def _record(self, cache_key: Any, value: Any, timestamp: int) -> Rec:
+        return (cache_key, value, timestamp, -1)

@@ -12,37 +12,41 @@ import enum
 import heapq
 import itertools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import pyarrow.compute as pc
 from confluent_kafka import Message
 
 from streams_rt.protocol import TaskId
 from streams_rt.state.stores import KeyValueStore, StateStore, WindowStore
 from streams_rt.state.stores.typed import TypedKeyValueStore, TypedWindowStore
-from streams_rt.tasks.execution.caching import CachedKeyValue, CachedWindows, TaskCache
-from streams_rt.tasks.execution.nodes import (
-    AggregateExec,
+from streams_rt.tasks.execution.aggregation import AggregateExec, WindowedAggregateExec
+from streams_rt.tasks.execution.base import Exec, PassthroughExec, UserCodeError
+from streams_rt.tasks.execution.caching import CachedKeyValue, CachedWindows, PartialsCache, TaskCache
+from streams_rt.tasks.execution.chunk import Chunk, Column, Rec
+from streams_rt.tasks.execution.columnar import (
+    ExplodeValuesExec,
+    FieldExec,
+    FilterExpressionExec,
+    MapBatchesExec,
+)
+from streams_rt.tasks.execution.processor import ProcessExec, TaskTime
+from streams_rt.tasks.execution.sink import SinkExec, SinkOutput
+from streams_rt.tasks.execution.stateless import (
     BranchExec,
-    Exec,
     FilterExec,
     FlatMapExec,
     FlatMapValuesExec,
-    JoinExec,
     MapExec,
     MapValuesExec,
-    PassthroughExec,
     PeekExec,
-    ProcessExec,
-    Rec,
     SelectKeyExec,
-    SinkExec,
-    SinkRecord,
-    TableSourceExec,
-    UserCodeError,
-    WindowedAggregateExec,
 )
+from streams_rt.tasks.execution.tables import JoinExec, TableSourceExec
 from streams_rt.topology import Subtopology, Topology
+from streams_rt.topology.columns import Field, MapBatches, Split, Value, Words
 from streams_rt.topology.nodes import (
     Aggregate,
     Branch,
@@ -86,7 +90,9 @@ class DeserializationFailed(ProcessingFailed):
     """A record that its source's serdes cannot read, under the `fail` handler."""
 
 
-Send = Callable[[str, list[tuple[bytes | None, bytes | None, int]]], None]  # topic, [(key, value, timestamp)]
+TASK_STREAM_TIME = ""  # the task's stream time among the nodes' in `stream_times`
+
+Send = Callable[[str, Iterable[tuple[bytes | None, bytes | None, int]]], None]  # topic, (key, value, timestamp)...
 
 
 class SubtopologyRunner:
@@ -101,12 +107,18 @@ class SubtopologyRunner:
         *,
         cache_max_bytes: int = 0,
         deserialization_handler: DeserializationHandler = DeserializationHandler.FAIL,
+        wall_clock: Callable[[], int] = lambda: int(time.time() * 1000),
+        columnar: bool = True,
     ) -> None:
+        """`wall_clock`: epoch ms for wall-clock punctuations (the TopologyTestDriver's own clock under
+        test). `columnar` False runs every record alone through the graph, depth-first, and every
+        aggregation record by record: the reference the per-batch path is held equal to (tests)."""
         self.task = task
+        self.time = TaskTime(wall_clock)
         self._send = send
         self._handler = deserialization_handler
         self.cache = TaskCache(cache_max_bytes)
-        self.output: list[SinkRecord] = []  # rows of the output sinks, since the last take_output
+        self.output: list[SinkOutput] = []  # what the output sinks wrote since the last take_output
         self.skipped_deserialization = 0
         self._definitions = topology.stores
         self._stores = stores
@@ -116,6 +128,13 @@ class SubtopologyRunner:
         self._sources: dict[str, tuple[SourceNode, Exec]] = {}  # full topic name -> source
         for node in subtopology.nodes:
             self._execs[node.name] = self._build(node, application_id)
+        self._processors = [e for e in self._execs.values() if isinstance(e, ProcessExec)]
+        if paths_meet(subtopology) or not columnar:
+            for exec_node in self._execs.values():
+                exec_node.depth_first = True
+        if not columnar:
+            for exec_node in self._execs.values():
+                exec_node.columnar = False
         for node in subtopology.nodes:
             self._execs[node.name].children = [self._execs[c.name] for c in node.children]
         for node in subtopology.nodes:
@@ -123,6 +142,9 @@ class SubtopologyRunner:
                 for topic in node.topics:
                     full = internal_name(application_id, topic) if node.internal else topic
                     self._sources[full] = (node, self._execs[node.name])
+        # Sources whose every child takes whole columns decode to Arrow, the others to Python values.
+        self._columnar_sources = {name: all(getattr(child, "columnar", False) for child in exec_node.children)
+                                  for name, exec_node in self._execs.items()}
 
     # -- building ----------------------------------------------------------------------------
     def _build(self, node: Node, application_id: str) -> Exec:
@@ -135,6 +157,9 @@ class SubtopologyRunner:
                             self._send_internal if node.internal else self._send_output)
         assert isinstance(node, ProcessorNode)
         op = node.operation
+        columnar = _columnar_exec(op)
+        if columnar is not None:
+            return columnar(node.name, op)
         stateless = _STATELESS.get(type(op))
         if stateless is not None:
             return stateless(node.name, op)
@@ -143,24 +168,29 @@ class SubtopologyRunner:
         if isinstance(op, TableSource):
             table = self._kv_cache(op.store)
             exec_node = TableSourceExec(node.name, table)
-            table.forward_to(exec_node.forward)
+            table.forward_to(exec_node.forward_rows)
             return exec_node
         if isinstance(op, Join):
             return JoinExec(node.name, op, self._kv_cache(op.store))
         if isinstance(op, Process):
             typed = {name: self._typed_store(name) for name in op.stores}
-            return ProcessExec(node.name, op.supplier(), self.task, typed)
+            return ProcessExec(node.name, op.supplier(), self.task, typed, self.time)
         raise TypeError(f"{node.name}: no executor for {type(op).__name__}")
 
     def _aggregate(self, name: str, op: Aggregate) -> Exec:
+        if op.store is None:  # a combiner: its cache keeps partial states until a flush sends them on
+            partials = PartialsCache(self.cache)
+            combiner = AggregateExec(name, op, partials)
+            partials.forward_to(combiner.forward_rows)
+            return combiner
         if op.windows is None:
             table = self._kv_cache(op.store)
             kv_exec = AggregateExec(name, op, table)
-            table.forward_to(kv_exec.forward)
+            table.forward_to(kv_exec.forward_rows)
             return kv_exec
         windows = self._window_cache(op.store)
         window_exec = WindowedAggregateExec(name, op, op.windows, windows)
-        windows.forward_to(window_exec.forward)
+        windows.forward_to(window_exec.forward_rows)
         return window_exec
 
     def _kv_cache(self, name: str) -> CachedKeyValue:
@@ -171,7 +201,7 @@ class SubtopologyRunner:
             store, definition = self._stores[name], self._definitions[name]
             if not isinstance(store, KeyValueStore):
                 raise TypeError(f"store {name} is not a key-value store")
-            cached = CachedKeyValue(store, definition.key_serde, definition.value_serde, self.cache)
+            cached = CachedKeyValue(store, definition.key_serde, definition.stored_value_serde, self.cache)
             self._cached[name] = cached
         assert isinstance(cached, CachedKeyValue)
         return cached
@@ -180,54 +210,73 @@ class SubtopologyRunner:
         store, definition = self._stores[name], self._definitions[name]
         if not isinstance(store, WindowStore):
             raise TypeError(f"store {name} is not a window store")
-        cached = CachedWindows(store, definition.key_serde, definition.value_serde, self.cache)
+        cached = CachedWindows(store, definition.key_serde, definition.stored_value_serde, self.cache)
         self._cached[name] = cached
         return cached
 
     def _typed_store(self, name: str) -> Any:
         store, definition = self._stores[name], self._definitions[name]
         if isinstance(store, WindowStore):
-            return TypedWindowStore(store, definition.key_serde, definition.value_serde)
+            return TypedWindowStore(store, definition.key_serde, definition.stored_value_serde)
         if isinstance(store, KeyValueStore):
-            return TypedKeyValueStore(store, definition.key_serde, definition.value_serde)
+            return TypedKeyValueStore(store, definition.key_serde, definition.stored_value_serde)
         raise TypeError(f"store {name}: unknown kind {type(store).__name__}")
 
-    def _send_internal(self, rows: list[SinkRecord]) -> None:
-        if rows:
-            self._send(rows[0][0], [(key, value, timestamp) for _, key, value, timestamp, _, _ in rows])
+    def _send_internal(self, out: SinkOutput) -> None:
+        if out.keys:
+            self._send(out.topic, out.records())
 
-    def _send_output(self, rows: list[SinkRecord]) -> None:
-        self._send_internal(rows)
-        self.output.extend(rows)
+    def _send_output(self, out: SinkOutput) -> None:
+        self._send_internal(out)
+        if out.keys:
+            self.output.append(out)
 
     # -- running -----------------------------------------------------------------------------
     def process(self, batch: Mapping[Any, Sequence[Message]]) -> None:
         """Process one batch: the records of each input partition, in offset order."""
         merged = merge_by_timestamp([records for records in batch.values() if records])
+        self.time.start_chunk([ts[1] for ts in map(_timestamp_pair, merged)])
         position = 0
         for topic, run in itertools.groupby(merged, key=_topic):
             records = list(run)
             self._process_run(topic, records, position, merged)
             position += len(records)
+        try:
+            for processor in self._processors:
+                processor.end_chunk()
+        except UserCodeError as e:
+            raise self._failure(e, merged) from e.cause
+
+    def punctuate_wall_clock(self, now_ms: int) -> None:
+        """Run the wall-clock punctuations due at `now_ms` (once per batch, before its flush)."""
+        try:
+            for processor in self._processors:
+                processor.punctuate_wall_clock(now_ms)
+        except UserCodeError as e:
+            raise ProcessingFailed(self.task, "?", -1, -1, f"{e} (in a wall-clock punctuation)") from e.cause
 
     def _process_run(self, topic: str | None, run: list[Message], base: int, merged: list[Message]) -> None:
         source, source_exec = self._sources[topic or ""]
         keys = source.key_serde
         values = source.value_serde
         assert keys is not None and values is not None
+        raw_keys, raw_values = list(map(_key, run)), list(map(_value, run))
         try:
-            # Whole columns at a time: the loops over the run stay in C for the built-in serdes.
-            records = list(zip(
-                keys.deserialize_many(list(map(_key, run))),
-                values.deserialize_many(list(map(_value, run))),
-                [ts[1] for ts in map(_timestamp_pair, run)],
-                range(base, base + len(run)),
-                strict=True,
-            ))
+            # Whole columns at a time, in the form the source's children take (Arrow for column
+            # operations, Python values for user functions); the bytes are kept too, so a sink with
+            # the same serde sends them as they came.
+            if self._columnar_sources.get(source.name, False):
+                key_column = Column(array=keys.to_arrow(raw_keys), raw=raw_keys, serde=keys)
+                value_column = Column(array=values.to_arrow(raw_values), raw=raw_values, serde=values)
+            else:
+                key_column = Column(keys.deserialize_many(raw_keys), raw=raw_keys, serde=keys)
+                value_column = Column(values.deserialize_many(raw_values), raw=raw_values, serde=values)
+            chunk = Chunk(key_column, value_column, Column([ts[1] for ts in map(_timestamp_pair, run)]),
+                          Column(list(range(base, base + len(run)))))
         except Exception:  # noqa: BLE001 - any serde failure: found and handled record by record
-            records = self._deserialize_one_by_one(run, base, keys.deserialize, values.deserialize)
+            chunk = Chunk.from_rows(self._deserialize_one_by_one(run, base, keys.deserialize, values.deserialize))
         try:
-            source_exec.forward(records)
+            source_exec.forward(chunk)
         except UserCodeError as e:
             raise self._failure(e, merged) from e.cause
 
@@ -263,7 +312,7 @@ class SubtopologyRunner:
         except UserCodeError as e:
             raise ProcessingFailed(self.task, "?", -1, -1, f"{e} (while flushing the record caches)") from e.cause
 
-    def take_output(self) -> list[SinkRecord]:
+    def take_output(self) -> list[SinkOutput]:
         output, self.output = self.output, []
         return output
 
@@ -275,14 +324,19 @@ class SubtopologyRunner:
         self.set_stream_times(self._committed_stream_times)
 
     def stream_times(self) -> dict[str, int]:
-        """Each stream-time-aware node's stream time (nodes that have seen no record left out)."""
-        return {name: node.stream_time_ms for name, node in self._execs.items() if node.stream_time_ms >= 0}
+        """Each stream-time-aware node's stream time (nodes that have seen no record left out), and
+        the task's own under the name "" (no node has an empty name)."""
+        times = {name: node.stream_time_ms for name, node in self._execs.items() if node.stream_time_ms >= 0}
+        if self.time.stream_time_ms >= 0:
+            times[TASK_STREAM_TIME] = self.time.stream_time_ms
+        return times
 
     def set_stream_times(self, times: Mapping[str, int]) -> None:
         """Stream times as a batch record kept them: a task that moved or restarted goes on where it
         was (Kafka Streams commits partition time with the offsets for the same reason)."""
         for name, node in self._execs.items():
             node.stream_time_ms = times.get(name, -1)
+        self.time.stream_time_ms = times.get(TASK_STREAM_TIME, -1)
         self._committed_stream_times = dict(times)
 
     def committed(self, stream_times: Mapping[str, int]) -> None:
@@ -294,10 +348,31 @@ class SubtopologyRunner:
             exec_node.close()
 
 
+def paths_meet(subtopology: Subtopology) -> bool:
+    """Whether two paths of the subtopology come together again (a node with several parents, or
+    two sinks writing one topic): there records must run depth-first, one at a time, to reach the
+    meeting point in Kafka's order."""
+    sink_topics = [node.topic for node in subtopology.sinks]
+    return len(set(sink_topics)) < len(sink_topics) or any(len(node.parents) > 1 for node in subtopology.nodes)
+
+
 _STATELESS: dict[type, Callable[[str, Any], Exec]] = {
     Filter: FilterExec, Map: MapExec, MapValues: MapValuesExec, SelectKey: SelectKeyExec, FlatMap: FlatMapExec,
     FlatMapValues: FlatMapValuesExec, Peek: PeekExec, Branch: BranchExec, Passthrough: PassthroughExec,
 }
+
+
+def _columnar_exec(op: Any) -> Callable[[str, Any], Exec] | None:
+    """The column node for an operation given a column operation instead of a Python function."""
+    if isinstance(op, Filter) and isinstance(op.predicate, pc.Expression):
+        return FilterExpressionExec
+    if isinstance(op, FlatMapValues) and isinstance(op.mapper, (Words, Split)):
+        return ExplodeValuesExec
+    if isinstance(op, (MapValues, SelectKey)) and isinstance(op.mapper, (Field, Value)):
+        return FieldExec
+    if isinstance(op, MapBatches):
+        return MapBatchesExec
+    return None
 
 
 # The records are confluent_kafka Messages: their methods, mapped over a run, stay in C.
