@@ -29,10 +29,12 @@ from streams_rt.kafka.offsets import end_offsets
 from streams_rt.protocol import TopicPartition
 from streams_rt.state.changelog import changelog_topic
 from streams_rt.topology import Serdes
+from streams_rt.topology.serdes import Serde, TimestampedSerde
 from tests.faults.driver import Produced
 from tests.faults.smoke_topology import AGGREGATES, ECHO, WINDOWED, WINDOWS
 
 S, I64 = Serdes.string(), Serdes.int64()
+STORED_I64 = TimestampedSerde(I64)  # the aggregates' stores keep each value behind its timestamp
 REDUCERS: dict[str, Callable[[int, int], int]] = {"min": min, "max": max, "sum": operator.add}
 StateKey = str | tuple[str, int]  # a key, or (key, window start) for the windowed count
 
@@ -58,7 +60,7 @@ def reference_updates(produced: Iterable[Produced]) -> dict[str, dict[StateKey, 
 
 
 def read_topic(bootstrap: str, topic: str, windowed: bool = False, timeout_s: float = 60.0,
-               ) -> dict[StateKey, list[int]]:
+               values: Serde[int] = I64) -> dict[StateKey, list[int]]:
     """Every record of `topic` (read_committed, from the beginning to each partition's last stable
     offset), values per key in offset order."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -77,7 +79,7 @@ def read_topic(bootstrap: str, topic: str, windowed: bool = False, timeout_s: fl
                 error = message.error()
                 if error is not None:
                     raise RuntimeError(f"reading {topic}: {error}")
-                out[_decode_key(message.key(), windowed)].append(_decode_value(message.value()))
+                out[_decode_key(message.key(), windowed)].append(_decode_value(message.value(), values))
             positions = consumer.position(wanted)
             wanted = [tp for tp in positions if tp.offset < ends[TopicPartition(topic, tp.partition)]]
             if wanted and time.monotonic() > deadline:
@@ -96,8 +98,8 @@ def _decode_key(data: bytes | None, windowed: bool) -> StateKey:
     return data.decode()
 
 
-def _decode_value(data: bytes | None) -> int:
-    value = I64.deserialize(data)
+def _decode_value(data: bytes | None, serde: Serde[int]) -> int:
+    value = serde.deserialize(data)
     if value is None:
         raise ValueError("a record without a value")
     return value
@@ -112,7 +114,8 @@ class StateSource(Protocol):
 def changelog_state(bootstrap: str, application_id: str) -> StateSource:
     """Each store's final state: the last value per key in its changelog (read_committed)."""
     def read(store: str) -> Mapping[StateKey, int]:
-        records = read_topic(bootstrap, changelog_topic(application_id, store), windowed=store == WINDOWED)
+        records = read_topic(bootstrap, changelog_topic(application_id, store), windowed=store == WINDOWED,
+                             values=STORED_I64)
         return {key: values[-1] for key, values in records.items()}
     return read
 
