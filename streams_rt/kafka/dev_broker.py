@@ -117,16 +117,24 @@ class DevBroker:
         answers only once a majority of the quorum runs. An owned broker dies with the thread that
         called this."""
         java, classpath = self._preflight()
-        with self._start_lock():
+        # The start lock stays held until `ready()` has recorded the broker: meanwhile `status` says
+        # "starting" and `stop` waits.
+        held = contextlib.ExitStack()
+        held.enter_context(self._start_lock())
+        try:
             running = self._running()
             if running is not None:
                 log.info("reusing the Kafka broker already running at %s (pid %d)",
                          running.bootstrap_servers, running.pid)
+                held.close()
                 return running
             port, controller_port = self._choose_ports()
             self._write_configuration(port, controller_port)
             self._format_storage(java, classpath)
-            return self._spawn(java, classpath, port, owned)
+            return self._spawn(java, classpath, port, owned, held)
+        except BaseException:
+            held.close()
+            raise
 
     def shared(self) -> contextlib.AbstractContextManager[BrokerInfo]:
         """The broker of this directory for the block's duration, shared with every other process that
@@ -351,7 +359,7 @@ class DevBroker:
             raise BrokerError(f"formatting KRaft storage in {self.files.data} failed:\n"
                               f"{result.stdout}{result.stderr}")
 
-    def _spawn(self, java: str, classpath: str, port: int, owned: bool) -> Launched:
+    def _spawn(self, java: str, classpath: str, port: int, owned: bool, held: contextlib.ExitStack) -> Launched:
         command = [
             java, f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
             "-Djava.awt.headless=true", *self._jvm_options(), "-cp", classpath,
@@ -364,7 +372,7 @@ class DevBroker:
                 cwd=self.directory, env=jvm_environment(), start_new_session=True,
                 preexec_fn=die_with_parent(os.getpid()) if owned else None,
             )
-        return Launched(self, process, port, began)
+        return Launched(self, process, port, began, held)
 
     def _await(self, process: subprocess.Popen[bytes], port: int, began: float) -> BrokerInfo:
         # Until broker.json records it, only the command line finds this JVM: any failure or interrupt
@@ -442,9 +450,13 @@ class Launched:
     process: subprocess.Popen[bytes]
     port: int
     began: float
+    held: contextlib.ExitStack  # the directory's start lock, released once the broker is recorded (or failed)
 
     def ready(self) -> BrokerInfo:
-        return self.broker._await(self.process, self.port, self.began)
+        try:
+            return self.broker._await(self.process, self.port, self.began)
+        finally:
+            self.held.close()
 
 
 def _pid_list(pids: list[int]) -> str:
