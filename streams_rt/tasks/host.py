@@ -496,8 +496,16 @@ class TaskHost:
         return {str(t): TaskProgress(r.positions(), r.core.last_batch).to_json() for t, r in list(self._view.items())}
 
     def _standby_lags(self) -> dict[str, int]:
-        """State thread: each standby's offsets behind its changelogs' ends."""
-        return {str(t): s.lag() for t, s in sorted(self._standbys.items())}
+        """State thread: each standby's offsets behind its changelogs' ends. A standby whose changelog
+        ends cannot be read now (the broker away, or just back without the partition's metadata yet)
+        is left out, its lag unknown, rather than failing the whole status call."""
+        lags = {}
+        for task, standby in sorted(self._standbys.items()):
+            try:
+                lags[str(task)] = standby.lag()
+            except ChangelogError as e:
+                log.debug("standby %s: lag unknown for now: %s", task, e)
+        return lags
 
     # -- draining ----------------------------------------------------------------------------
     def request_drain(self, reason: str) -> None:
