@@ -49,20 +49,30 @@ def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeou
                                      isolation_level=IsolationLevel.READ_COMMITTED if read_committed
                                      else IsolationLevel.READ_UNCOMMITTED,
                                      request_timeout=max(0.5, min(ATTEMPT_S, deadline - time.monotonic())))
+        error: KafkaError
         try:
-            return {TopicPartition(k.topic, k.partition): f.result().offset for k, f in futures.items()}
+            found = {TopicPartition(k.topic, k.partition): f.result().offset for k, f in futures.items()}
         except KafkaException as exc:
-            error: KafkaError = exc.args[0]
+            error = exc.args[0]
             if error.code() not in LIST_OFFSETS_RETRIABLE and not broker_outage(error):
                 raise
-            if time.monotonic() > deadline:
-                raise BrokerUnreachable(f"end offsets of {len(wanted)} partitions", timeout_s, error) from None
-            time.sleep(0.1 if not broker_outage(error) else 0.5)
-            try:  # a metadata request: fresh leaders
-                admin.list_topics(timeout=max(1.0, min(5.0, deadline - time.monotonic())))
-            except KafkaException as refresh:
-                if not broker_outage(refresh.args[0]):
-                    raise
+        else:
+            unknown = [tp for tp, offset in found.items() if offset < 0]
+            if not unknown:
+                return found
+            # While a partition's leadership moves (a broker of several stopped), its answer can come
+            # without an error and without an offset (-1001): asked again, as a leader not available.
+            error = KafkaError(KafkaError.LEADER_NOT_AVAILABLE,
+                               f"no end offset for {', '.join(map(str, unknown[:3]))}"
+                               + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""))
+        if time.monotonic() > deadline:
+            raise BrokerUnreachable(f"end offsets of {len(wanted)} partitions", timeout_s, error) from None
+        time.sleep(0.1 if not broker_outage(error) else 0.5)
+        try:  # a metadata request: fresh leaders
+            admin.list_topics(timeout=max(1.0, min(5.0, deadline - time.monotonic())))
+        except KafkaException as refresh:
+            if not broker_outage(refresh.args[0]):
+                raise
 
 
 def committed_or_earliest(admin: AdminClient, group: str, partitions: Iterable[TopicPartition],
