@@ -64,9 +64,10 @@ lint: venv
 	@$(VENV)/bin/mypy || { echo "make: mypy found the type errors above"; exit 1; }
 
 # The fault suite's long forms (marker `faults`) run in `make test-faults` only; its short forms
-# (`faults_short`) run in both. Each prints the suite's summary at the end.
+# (`faults_short`) run in both. Each prints the suite's summary at the end, and the 25 slowest
+# steps, so the suite's time (kept well under 30 minutes) is watched where it goes.
 test: prerequisites venv lint jars
-	$(VENV_PY) -m pytest -m "not faults and $(OWN_RUNS)" $(PYTEST_ARGS)
+	$(VENV_PY) -m pytest -m "not faults and $(OWN_RUNS)" --durations=25 $(PYTEST_ARGS)
 
 # The pure tests alone: no broker, Spark, JVM or browser (two workers; about a minute on 2 cores).
 test-fast: venv

@@ -148,6 +148,7 @@ class KafkaAnswer:
     runs: int
     assignment: Assignment  # per client: active, standby (warm-ups included: Kafka does not tell them apart)
     probing: bool  # the assignor asked for a probing rebalance
+    min_cpu_ms: float  # the least CPU time of the measured runs (the JVM's timing thread)
 
 
 class KafkaHarness:
@@ -212,7 +213,7 @@ class KafkaHarness:
                 out[pid] = (active, frozenset(TaskId.parse(x) for x in rest))
         problem.unlink()
         answer.unlink()
-        return KafkaAnswer(float(reply[3]), int(reply[2]), out, reply[4] == "true")
+        return KafkaAnswer(float(reply[3]), int(reply[2]), out, reply[4] == "true", float(reply[5]))
 
     def run(
         self, case: Case, members: list[Member], configs: AssignmentConfigs, warmup: int, measure: int,

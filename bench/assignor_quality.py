@@ -1,38 +1,54 @@
-"""Benchmark: where tasks land, ours against Kafka Streams' HighAvailabilityTaskAssignor (kafka-streams
-4.1.1, through bench/assignor_java), on identical inputs, seeded, each group rebalanced until stable.
+"""Benchmark: where tasks land and how fast, ours against Kafka Streams' HighAvailabilityTaskAssignor
+(kafka-streams 4.1.1, through bench/assignor_java), on identical inputs, seeded, each group rebalanced
+until stable; beside them the figures of a reference assignor (ours at an earlier commit) kept in
+bench/results/assignor_quality_reference.json, so a regression shows.
 
 Each assignor runs its own simulated group from the same start through the same events (clients
 joining and leaving); a group only ever sees its own assignor's output. One step of the timeline is one
 probing.rebalance.interval.ms: a group rebalances at a step when an event happened or its assignor
 asked for a probing rebalance (ours runs EAGER, like Kafka's assignor alone: no follow-up rounds);
 otherwise it keeps its assignment. Within a step, changelogs grow, actives keep up (after restoring what
-they lacked), and standbys and warm-ups restore up to `restore_rate` records. Both groups spend the
-same number of steps on each event (the slower one's rounds to stable plus a tail), so per-step
-counts compare like for like. At the end each group rebalances once more with nothing changed.
+they lacked), and standbys and warm-ups restore up to `restore_rate` records. All groups spend the
+same number of steps on each event (the slowest one's rounds to stable plus a tail; the reference's
+recorded rounds count too), so per-step counts compare like for like. An "event" below is the start
+(state left by an earlier life of the group, nobody running anything) or a membership change.
 
-Metrics, per seed (ours, Kafka's); "worse" lists the seeds where ours is worse:
-  moved actives    active tasks whose client changed, all rounds
-  rounds           rebalances until the assignor stops asking for a probing rebalance, all events
-  cold actives     actives placed on a client that is not caught up while another client had less lag
-                   (KIP-441: with nobody caught up, the active goes to the least lag)
-  extra restore    records restored beyond what the least-lag client would have had to restore, by
-                   actives placed on clients that are not caught up (what cold actives cost)
-  restore records  all records the clients newly running an active had to restore first (diagnostic:
-                   it also depends on which tasks the departing clients happened to hold)
-  no hot standby   task-steps in which no standby (or warm-up) of a task was caught up although another
-                   client than the active's was ("avoidable"), and all such task-steps (diagnostic: a
-                   task that loses its only caught-up replica has none until a new one restores)
-  cold standbys    standbys placed on a client with no state for the task, per rebalance (diagnostic)
-  balance          at each stable point, the worst: max - min of all tasks (actives and standbys) per
-                   capacity unit ("overall"), of actives per capacity unit ("per thread"), of standbys per
-                   capacity unit ("standby"); "crowded subtopologies": subtopologies where a client runs
-                   more than its ceil(partitions x capacity / total capacity) actives. Compared only where
-                   both groups settled after every event
-  standby bound    at each stable point, a lower bound on the standby spread of any placement whose tag
-                   deficit is at most the group's and whose stateful actives per client lie within the
-                   floor and ceil of its capacity share (or at the group's count): bench/standby_bound.py;
-                   the worst over the stable points, as the spread and the deficit are (the Kafka column:
-                   at Kafka's deficit). Listed: seeds where ours is above it
+Metrics, per seed (ours, the reference, Kafka's); the last columns list the seeds where ours is worse
+than Kafka's and than the reference's:
+  actives moved / event  active tasks whose client changed, per event (all its rounds)
+  rounds, start          rebalances until the assignor stops asking for a probing rebalance, from the start
+  rounds / event         the same after a membership event, the mean over the events, and the worst event
+  round-one / client     actives per client in the first round after each membership event: max - min over
+                         clients of (actives - capacity share of all tasks), in tasks; the worst event. With
+                         equal capacities: max - min actives. (The start's first round is left out: with
+                         nobody caught up KIP-441 puts every active on its least-lag client.)
+  round-one / thread     the same per capacity unit: max - min of actives / capacity
+  worst round / client   the same two over every round but the start's first (the stable ones included)
+  worst round / thread
+  round-one cold standbys  standbys (and warm-ups) placed on a client holding no state for the task, in
+                         the first round after each event, the mean over the events
+  cold placements / event  actives and standbys placed on a client holding no state for the task (a full
+                         restore each), per event (all its rounds)
+  cold actives           actives placed on a client that is not caught up while another client had less lag
+                         (KIP-441: with nobody caught up, the active goes to the least lag)
+  extra restore records  records restored beyond what the least-lag client would have had to restore, by
+                         actives placed on clients that are not caught up (what cold actives cost)
+  restore records        all records the clients newly running an active had to restore first (diagnostic:
+                         it also depends on which tasks the departing clients happened to hold)
+  no hot standby         task-steps in which no standby (or warm-up) of a task was caught up although another
+                         client than the active's was ("avoidable"), and all such task-steps (diagnostic: a
+                         task that loses its only caught-up replica has none until a new one restores)
+  cold standbys / round  standbys placed on a client with no state for the task, per rebalance (diagnostic)
+  balance                at each stable point, the worst: max - min of all tasks (actives and standbys) per
+                         capacity unit ("overall"), of actives per capacity unit ("per thread"), of standbys per
+                         capacity unit ("standby"); "crowded subtopologies": subtopologies where a client runs
+                         more than its ceil(partitions x capacity / total capacity) actives. Compared only where
+                         both groups settled after every event
+  standby bound          at each stable point, a lower bound on the standby spread of any placement whose tag
+                         deficit is at most the group's and whose stateful actives per client lie within the
+                         floor and ceil of its capacity share (or at the group's count): bench/standby_bound.py;
+                         the worst over the stable points, as the spread and the deficit are (the Kafka column:
+                         at Kafka's deficit). Listed: seeds where ours is above it
   Point 4 and tag coverage: with rack-aware tags, even standbys and covered tag values can pull
   apart (a zone with one client must hold a replica of every task). A seed counts as ours worse on
   the standby spread when ours is higher than Kafka's, unless Kafka's tag deficit is higher than ours
@@ -42,26 +58,41 @@ Metrics, per seed (ours, Kafka's); "worse" lists the seeds where ours is worse:
   a relaxation (per tag value counts, not each task's replicas), so it may lie below what any real
   placement reaches: that can only count a seed as worse that is not, never the reverse. Such seeds
   are shown apart ("not worse ...") on the standby spread line.
-  tag deficit      at each stable point, per task and tag key, the values its active and standbys could
-                   cover but do not (min(replicas, values) - values covered), summed (rack-tagged
-                   scenarios; half the tagged random ones have two keys, zone and rack)
-  fixpoint         tasks (actives and standbys) that change when a stable group rebalances with nothing
-                   changed; "unsettled": events after which an assignor never stopped probing
+  tag deficit            at each stable point, per task and tag key, the values its active and standbys could
+                         cover but do not (min(replicas, values) - values covered), summed (rack-tagged
+                         scenarios; half the tagged random ones have two keys, zone and rack)
+  fixpoint changes       at each stable point, tasks (actives and standbys) that change when the group
+                         rebalances once more with nothing changed, summed; "unsettled": events after which
+                         an assignor never stopped probing
+  ms / round             time per round of ours and of Kafka's assignor on the same input (each round our
+                         group makes is also given to Kafka's assignor, its answer discarded): the least CPU
+                         time of the timing thread over --timing-runs runs after a warm-up run, on both sides
+                         (CPU time: a long run on a shared machine disturbs it less than wall time; the
+                         JVM's GC and JIT threads are not in Kafka's, which favours Kafka's figure). Kafka's
+                         JVM serves every problem of the run, so its JIT is warm. The reference is not
+                         timed. Per family, the ratio of the summed times closes the report.
 
 Scenarios: the named families below (5 seeds each) and 300 random ones (every third rack-tagged, half of
-those by zone and rack). In
-the named families max.warmup.replicas is 8 and a step restores 10M records, enough for any warm-up:
-with Kafka's default of 2 its assignor needs hundreds of rounds here and would not settle within the
-limit. The last lines say, per point of issue 21, on how many seeds ours is worse than Kafka's.
+those by zone and rack; reported as the families "random" and "random-tagged"). In the named families
+max.warmup.replicas is 8 and a step restores 10M records, enough for any warm-up: with Kafka's default
+of 2 its assignor needs hundreds of rounds here and would not settle within the limit. The last lines
+say, per point of issue 21, on how many seeds ours is worse than Kafka's, per family the rounds after
+an event and the time ratio, and end with the worst family's time ratio against its target.
 
-Run: .venv/bin/python bench/assignor_quality.py [--random N] [--seeds N] [--only NAME]
+Run: .venv/bin/python bench/assignor_quality.py [--random N] [--seeds N] [--only NAME] [--timing-runs N]
+     [--also COMMIT] [--record-reference COMMIT]
+(--also: run ours at that commit too, as a third group, shown in the reference column; --record-reference:
+the same, then write its figures to the reference file.)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -70,18 +101,23 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
+import streams_rt.assignment as current_assignment  # noqa: E402
 from bench.assignor import Assignment, KafkaClient, KafkaHarness  # noqa: E402
+from bench.assignor_at import assignor_at, describe, resolve_commit  # noqa: E402
 from bench.standby_bound import Member as BoundMember  # noqa: E402
 from bench.standby_bound import standby_spread_bound  # noqa: E402
-from streams_rt.assignment import AssignmentConfigs, ClientState, RebalanceProtocol, assign  # noqa: E402
+from streams_rt.assignment import AssignmentConfigs, RebalanceProtocol  # noqa: E402
 from streams_rt.protocol import OFFSET_SUM_RUNNING_ACTIVE, TaskId  # noqa: E402
 
 MAX_ROUNDS = 400  # per event; an assignor still probing after this many rounds is "unsettled"
-TAIL_STEPS = 8  # steps both groups run past the slower one's stable point, so restores finish
+TAIL_STEPS = 8  # steps all groups run past the slowest one's stable point, so restores finish
+REFERENCE = BENCH / "results" / "assignor_quality_reference.json"
 
 
 # ---------------------------------------------------------------- scenarios
@@ -247,7 +283,8 @@ def random_scenario(seed: int) -> Scenario:
         max_warmup_replicas=rng.randint(2, 8),
         rack_aware_assignment_tags=keys if tagged else (),
     )
-    return _build("random", seed, rng, rng.randint(1, 8), lambda: rng.randint(1, 30), 0.25, clients, events,
+    family = "random-tagged" if tagged else "random"
+    return _build(family, seed, rng, rng.randint(1, 8), lambda: rng.randint(1, 30), 0.25, clients, events,
                   configs, rng.choice([0.0, 0.3, 0.6]))
 
 
@@ -271,15 +308,38 @@ class Member:
     unheld: dict[TaskId, int] = field(default_factory=dict)  # steps since a directory was last assigned
 
 
-Solver = Callable[["Group"], tuple[Assignment, bool]]
+@dataclass(frozen=True)
+class Answer:
+    assignment: Assignment
+    probing: bool  # the assignor asked for a probing rebalance
+    ms: float = 0.0  # its time on this input (0: not timed)
+
+
+Solver = Callable[["Group"], Answer]
+
+
+@dataclass
+class RoundStats:
+    moved: int = 0
+    restore: int = 0
+    extra_restore: int = 0
+    cold_actives: int = 0
+    cold_standbys: int = 0  # standbys (warm-ups included) on a client holding no state for the task
+    cold_placements: int = 0  # actives and standbys on a client holding no state for the task
+    per_client: float = 0.0  # actives: max - min of (actives - capacity share)
+    per_thread: float = 0.0  # actives: max - min of actives per capacity unit
+    ms: float = 0.0
+    kafka_ms: float = 0.0  # Kafka's time on the same input (our group only)
 
 
 class Group:
-    """One assignor's group: members, their state directories and the changelogs."""
+    """One assignor's group: members, their state directories and the changelogs. `time_kafka`, for our
+    group: Kafka's time on each round's input."""
 
-    def __init__(self, scenario: Scenario, solve: Solver) -> None:
+    def __init__(self, scenario: Scenario, solve: Solver, time_kafka: Callable[[Group], float] | None = None) -> None:
         self.scenario = scenario
         self.solve = solve
+        self.time_kafka = time_kafka
         self.end = dict(scenario.end)
         self.members = {c.pid: Member(c, offsets=dict(scenario.state.get(c.pid, {}))) for c in scenario.clients}
         self.generation = 0
@@ -303,8 +363,11 @@ class Group:
         self.wants_rebalance = True
 
     def rebalance(self) -> RoundStats:
-        assignment, self.wants_rebalance = self.solve(self)
-        stats = RoundStats()
+        kafka_ms = self.time_kafka(self) if self.time_kafka is not None else 0.0
+        answer = self.solve(self)
+        assignment, self.wants_rebalance = answer.assignment, answer.probing
+        stats = RoundStats(ms=answer.ms, kafka_ms=kafka_ms)
+        stats.per_client, stats.per_thread = self.evenness(assignment)
         stateful = self.end
         before = {t: pid for pid, m in self.members.items() for t in m.active}
         least_lag = {t: min(self.lag(m, t) for m in self.members.values()) for t in stateful}
@@ -317,10 +380,14 @@ class Group:
                 if t in stateful and before.get(t) != pid:
                     lag = self.lag(m, t)
                     stats.restore += lag
+                    if t not in m.offsets:
+                        stats.cold_placements += 1
                     if not self.caught_up(m, t) and least_lag[t] < lag:
                         stats.cold_actives += 1
                         stats.extra_restore += lag - max(0, least_lag[t])
-            stats.cold_standbys += sum(1 for t in standby if t not in m.offsets and t not in m.active)
+            cold = sum(1 for t in standby if t not in m.offsets and t not in m.active)
+            stats.cold_standbys += cold
+            stats.cold_placements += cold
         for pid, (active, standby) in assignment.items():
             m = self.members[pid]
             for t in m.active:
@@ -329,6 +396,13 @@ class Group:
             m.active = {t: self.generation for t in active}
             m.standby = set(standby)
         return stats
+
+    def evenness(self, assignment: Assignment) -> tuple[float, float]:
+        """Actives per client (max - min of actives less the capacity share, in tasks) and per thread."""
+        caps = {pid: self.members[pid].spec.capacity for pid in assignment}
+        total_cap, n_tasks = sum(caps.values()), len(self.scenario.tasks)
+        per_client = [len(a) - n_tasks * caps[pid] / total_cap for pid, (a, _s) in assignment.items()]
+        return spread(per_client), spread([len(a) / caps[pid] for pid, (a, _s) in assignment.items()])
 
     def no_hot_standby(self) -> tuple[int, int]:
         """Stateful tasks none of whose standbys is caught up (when standbys are configured and possible):
@@ -366,46 +440,90 @@ class Group:
                 else:
                     m.unheld[t] = 1
 
-    def assignment(self) -> dict[uuid.UUID, tuple[frozenset[TaskId], frozenset[TaskId]]]:
+    def assignment(self) -> Assignment:
         return {pid: (frozenset(m.active), frozenset(m.standby)) for pid, m in self.members.items()}
 
-
-@dataclass
-class RoundStats:
-    moved: int = 0
-    restore: int = 0
-    extra_restore: int = 0
-    cold_actives: int = 0
-    cold_standbys: int = 0
+    def fixpoint_changes(self) -> int:
+        """Tasks (actives and standbys) that change when the group rebalances once more with nothing
+        changed; the group keeps its assignment."""
+        before, after = self.assignment(), self.solve(self).assignment
+        return sum(len(before[p][0] ^ after[p][0]) + len(before[p][1] ^ after[p][1]) for p in before) // 2
 
 
-def solve_ours(group: Group) -> tuple[Assignment, bool]:
-    s = group.scenario
-    states = []
-    for pid, m in group.members.items():
-        sums = {t: o for t, o in m.offsets.items() if t in group.end}
-        sums.update({t: OFFSET_SUM_RUNNING_ACTIVE for t in m.active if t in group.end})
-        states.append(ClientState(pid, m.spec.capacity, m.spec.tags, dict(m.active), frozenset(m.standby), sums))
-    result = assign(s.tasks, states, dict(group.end), s.configs, RebalanceProtocol.EAGER,
-                    group.generation * s.configs.probing_rebalance_interval_ms, stateless=s.stateless)
-    out = {pid: (a.active, a.standby) for pid, a in result.clients.items()}
-    return out, result.probing_rebalance_at_ms is not None
+def spread(values: Sequence[float]) -> float:
+    return max(values) - min(values) if values else 0.0
+
+
+def best_of(runs: int, solve: Callable[[], Any]) -> tuple[Any, float]:
+    """solve's answer, and its least CPU time of `runs` runs after a warm-up run (ms)."""
+    answer, best = solve(), math.inf
+    for _ in range(runs):
+        t0 = time.thread_time()
+        solve()
+        best = min(best, time.thread_time() - t0)
+    return answer, best * 1000
+
+
+def our_solver(assignment: ModuleType, runs: int) -> Solver:
+    """Ours, from an assignment package (today's, or one at an earlier commit: bench/assignor_at.py);
+    timed when runs > 0."""
+
+    def solve(group: Group) -> Answer:
+        s = group.scenario
+        configs = assignment.AssignmentConfigs(
+            num_standby_replicas=s.configs.num_standby_replicas,
+            acceptable_recovery_lag=s.configs.acceptable_recovery_lag,
+            max_warmup_replicas=s.configs.max_warmup_replicas,
+            probing_rebalance_interval_ms=s.configs.probing_rebalance_interval_ms,
+            rack_aware_assignment_tags=s.configs.rack_aware_assignment_tags,
+        )
+        states = []
+        for pid, m in group.members.items():
+            sums = {t: o for t, o in m.offsets.items() if t in group.end}
+            sums.update({t: OFFSET_SUM_RUNNING_ACTIVE for t in m.active if t in group.end})
+            states.append(assignment.ClientState(
+                pid, m.spec.capacity, m.spec.tags, dict(m.active), frozenset(m.standby), sums))
+        now = group.generation * s.configs.probing_rebalance_interval_ms
+
+        def run() -> Any:
+            return assignment.assign(s.tasks, states, dict(group.end), configs, RebalanceProtocol.EAGER, now,
+                                     stateless=s.stateless)
+
+        result, ms = best_of(runs, run) if runs else (run(), 0.0)
+        out = {pid: (a.active, a.standby) for pid, a in result.clients.items()}
+        return Answer(out, result.probing_rebalance_at_ms is not None, ms)
+
+    return solve
+
+
+def kafka_clients(group: Group) -> list[KafkaClient]:
+    return [
+        KafkaClient(
+            pid, m.spec.capacity, frozenset(m.active), frozenset(m.standby),
+            {t: o for t, o in m.offsets.items() if t in group.end and t not in m.active}, m.spec.tags,
+        )
+        for pid, m in sorted(group.members.items())
+    ]
 
 
 def kafka_solver(harness: KafkaHarness) -> Solver:
-    def solve(group: Group) -> tuple[Assignment, bool]:
+    def solve(group: Group) -> Answer:
         s = group.scenario
-        clients = [
-            KafkaClient(
-                pid, m.spec.capacity, frozenset(m.active), frozenset(m.standby),
-                {t: o for t, o in m.offsets.items() if t in group.end and t not in m.active}, m.spec.tags,
-            )
-            for pid, m in sorted(group.members.items())
-        ]
-        answer = harness.solve(s.configs, dict(group.end), s.stateless, clients)
-        return answer.assignment, answer.probing
+        answer = harness.solve(s.configs, dict(group.end), s.stateless, kafka_clients(group))
+        return Answer(answer.assignment, answer.probing)
 
     return solve
+
+
+def kafka_timer(harness: KafkaHarness, runs: int) -> Callable[[Group], float]:
+    """Kafka's time on a group's input (the least CPU time of `runs` after a warm-up run), its answer
+    unused."""
+
+    def time_it(group: Group) -> float:
+        s = group.scenario
+        return harness.solve(s.configs, dict(group.end), s.stateless, kafka_clients(group), 1, runs).min_cpu_ms
+
+    return time_it
 
 
 # ---------------------------------------------------------------- metrics at a stable point
@@ -426,10 +544,6 @@ class Shape:
             max(self.standby, other.standby), max(self.crowded, other.crowded),
             max(self.tag_deficit, other.tag_deficit), max(self.standby_bound, other.standby_bound),
         )
-
-
-def spread(values: Sequence[float]) -> float:
-    return max(values) - min(values) if values else 0.0
 
 
 def shape(group: Group) -> Shape:
@@ -477,50 +591,44 @@ def shape(group: Group) -> Shape:
     )
 
 
-# ---------------------------------------------------------------- one seed, both assignors
+# ---------------------------------------------------------------- one seed, every assignor
 
 
 @dataclass
 class Run:
-    moved: int = 0
-    rounds: int = 0
-    restore: int = 0
-    extra_restore: int = 0
-    cold_actives: int = 0
-    cold_standbys: float = 0.0
+    """One assignor's figures on one scenario: per event (the start first) its rounds."""
+
+    events: list[list[RoundStats]] = field(default_factory=list)
     avoidable_no_hot_standby: int = 0
     no_hot_standby: int = 0
     shape: Shape = field(default_factory=Shape)
     fixpoint: int = 0
     unsettled: int = 0
-    _rebalances: int = 0
 
     def add_step(self, group: Group) -> None:
         avoidable, cold = group.no_hot_standby()
         self.avoidable_no_hot_standby += avoidable
         self.no_hot_standby += cold
 
-    def add_round(self, stats: RoundStats) -> None:
-        self.moved += stats.moved
-        self.restore += stats.restore
-        self.extra_restore += stats.extra_restore
-        self.cold_actives += stats.cold_actives
-        self.cold_standbys += stats.cold_standbys
-        self._rebalances += 1
+    @property
+    def rounds(self) -> list[RoundStats]:
+        return [r for event in self.events for r in event]
+
+    def total(self, of: Callable[[RoundStats], float]) -> float:
+        return sum(map(of, self.rounds))
 
 
 def settle(group: Group, run: Run) -> int:
     """Rebalances (one per step) until the assignor stops asking; returns the steps taken."""
-    steps = 0
-    while group.wants_rebalance and steps < MAX_ROUNDS:
-        run.add_round(group.rebalance())
-        run.rounds += 1
+    rounds: list[RoundStats] = []
+    while group.wants_rebalance and len(rounds) < MAX_ROUNDS:
+        rounds.append(group.rebalance())
         run.add_step(group)
         group.advance()
-        steps += 1
+    run.events.append(rounds)
     if group.wants_rebalance:
         run.unsettled += 1
-    return steps
+    return len(rounds)
 
 
 def idle(group: Group, run: Run, steps: int) -> None:
@@ -529,31 +637,32 @@ def idle(group: Group, run: Run, steps: int) -> None:
         group.advance()
 
 
-def compare(scenario: Scenario, kafka: KafkaHarness) -> tuple[Run, Run]:
-    groups = [Group(scenario, solve_ours), Group(scenario, kafka_solver(kafka))]
-    runs = [Run(), Run()]
-    for event in [None, *scenario.events]:
+def compare(scenario: Scenario, groups: Sequence[Group], recorded_steps: Sequence[int] = ()) -> list[Run]:
+    """Every group through the scenario's events; `recorded_steps`: per event, the reference's rounds
+    when it was recorded (the horizon stretches to them, as it did then)."""
+    runs = [Run() for _ in groups]
+    for i, event in enumerate([None, *scenario.events]):
         for g in groups:
             if event is not None:
                 g.apply_event(event)
         steps = [settle(g, r) for g, r in zip(groups, runs, strict=True)]
-        horizon = max(steps) + TAIL_STEPS
+        horizon = max([*steps, *recorded_steps[i:i + 1]]) + TAIL_STEPS
         for g, r, n in zip(groups, runs, steps, strict=True):
             idle(g, r, horizon - n)
             r.shape = r.shape.worst(shape(g))
-    for g, r in zip(groups, runs, strict=True):
-        before = g.assignment()
-        g.wants_rebalance = True
-        g.rebalance()
-        after = g.assignment()
-        r.fixpoint = sum(
-            len(before[p][0] ^ after[p][0]) + len(before[p][1] ^ after[p][1]) for p in before
-        ) // 2
-        r.cold_standbys /= max(1, r._rebalances)
-    return runs[0], runs[1]
+            r.fixpoint += g.fixpoint_changes()
+    return runs
 
 
 # ---------------------------------------------------------------- report
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _after_events(r: Run) -> list[list[RoundStats]]:
+    return r.events[1:]
 
 
 @dataclass(frozen=True)
@@ -565,6 +674,8 @@ class Metric:
     at_stable_points: bool = False  # compared only where both groups settled after every event
     excused: Callable[[Run, Run], bool] = lambda ours, kafka: False  # ours higher, yet not worse
     flags: Callable[[Run, Run], bool] | None = None  # diagnostics: which seeds to list, if not "ours higher"
+    kafka: Callable[[Run, Run], float] | None = None  # Kafka's figure from (ours, Kafka's), if not value(Kafka's)
+    versus_reference: bool = True  # compared with the reference assignor's figures
 
 
 def _standbys(s: Scenario) -> bool:
@@ -577,15 +688,34 @@ def _coverage_trade(ours: Run, kafka: Run) -> bool:
     return kafka.shape.tag_deficit > ours.shape.tag_deficit and ours.shape.standby <= ours.shape.standby_bound + 1e-9
 
 
+def _first_rounds(r: Run) -> list[RoundStats]:
+    """The first round after each membership event (the start's is the least-lag placement KIP-441 asks for)."""
+    return [e[0] for e in _after_events(r) if e]
+
+
+def _later_rounds(r: Run) -> list[RoundStats]:
+    """Every round but the start's first."""
+    return r.rounds[1:]
+
+
 METRICS = [
-    Metric("moved actives", lambda r: r.moved, ""),
-    Metric("rounds to stable", lambda r: r.rounds, ""),
-    Metric("cold actives", lambda r: r.cold_actives, "1"),
-    Metric("extra restore records (M)", lambda r: r.extra_restore / 1e6, "1"),
-    Metric("restore records (M)", lambda r: r.restore / 1e6, "1 (diag.)"),
+    Metric("actives moved / event", lambda r: _mean([sum(x.moved for x in e) for e in r.events]), ""),
+    Metric("rounds, start", lambda r: len(r.events[0]), ""),
+    Metric("rounds / event", lambda r: _mean([len(e) for e in _after_events(r)]), ""),
+    Metric("rounds, worst event", lambda r: max(map(len, _after_events(r))), ""),
+    Metric("round-one / client", lambda r: max(x.per_client for x in _first_rounds(r)), ""),
+    Metric("round-one / thread", lambda r: max(x.per_thread for x in _first_rounds(r)), ""),
+    Metric("worst round / client", lambda r: max(x.per_client for x in _later_rounds(r)), ""),
+    Metric("worst round / thread", lambda r: max(x.per_thread for x in _later_rounds(r)), ""),
+    Metric("round-one cold standbys", lambda r: _mean([x.cold_standbys for x in _first_rounds(r)]), "", _standbys),
+    Metric("cold placements / event", lambda r: r.total(lambda x: x.cold_placements) / len(r.events), ""),
+    Metric("cold actives", lambda r: r.total(lambda x: x.cold_actives), "1"),
+    Metric("extra restore records (M)", lambda r: r.total(lambda x: x.extra_restore) / 1e6, "1"),
+    Metric("restore records (M)", lambda r: r.total(lambda x: x.restore) / 1e6, "1 (diag.)"),
     Metric("no hot standby, avoidable", lambda r: r.avoidable_no_hot_standby, "2", _standbys),
     Metric("no hot standby, all", lambda r: r.no_hot_standby, "2 (diag.)", _standbys),
-    Metric("cold standbys / round", lambda r: r.cold_standbys, "2 (diag.)", _standbys),
+    Metric("cold standbys / round", lambda r: r.total(lambda x: x.cold_standbys) / len(r.rounds), "2 (diag.)",
+           _standbys),
     Metric("crowded subtopologies", lambda r: r.shape.crowded, "3", at_stable_points=True),
     Metric("standby spread / capacity", lambda r: r.shape.standby, "4", _standbys, True, _coverage_trade),
     Metric("standby bound (ours above)", lambda r: r.shape.standby_bound, "4 (diag.)", _standbys, True,
@@ -595,78 +725,192 @@ METRICS = [
     Metric("overall balance", lambda r: r.shape.overall, "(diag.)", at_stable_points=True),
     Metric("fixpoint changes", lambda r: r.fixpoint, "7"),
     Metric("unsettled events", lambda r: r.unsettled, "7"),
+    Metric("ms / round", lambda r: r.total(lambda x: x.ms) / len(r.rounds), "time",
+           kafka=lambda ours, _kafka: ours.total(lambda x: x.kafka_ms) / len(ours.rounds), versus_reference=False),
 ]
+POINTS = ["1", "2", "3", "4", "5", "6", "7", "time"]
+
+
+def figures(run: Run) -> dict[str, float]:
+    """What the reference file keeps of a run (its times aside: they belong to the machine)."""
+    return {m.name: float(m.value(run)) for m in METRICS if m.versus_reference}
+
+
+@dataclass(frozen=True)
+class Reference:
+    """An earlier assignor's figures per scenario ("family/seed"): its metrics, its rounds per event
+    (the horizon a run stretches to) and whether it settled after every event."""
+
+    label: str
+    scenarios: dict[str, dict[str, Any]]
+
+    @classmethod
+    def load(cls, path: Path) -> Reference | None:
+        if not path.exists():
+            return None
+        data = json.loads(path.read_text())
+        return cls(data["label"], data["scenarios"])
+
+    def of(self, s: Scenario) -> dict[str, Any] | None:
+        return self.scenarios.get(f"{s.family}/{s.seed}")
+
+    def steps(self, s: Scenario) -> list[int]:
+        found = self.of(s)
+        return [] if found is None else list(found["steps"])
+
+    @staticmethod
+    def entry(run: Run) -> dict[str, Any]:
+        return {"metrics": figures(run), "steps": [len(e) for e in run.events], "settled": not run.unsettled}
+
+    @staticmethod
+    def write(path: Path, label: str, commit: str, results: Sequence[tuple[Scenario, Run]]) -> None:
+        head = {"label": label, "commit": commit, "recorded by": "bench/assignor_quality.py --record-reference"}
+        lines = [json.dumps(f"{s.family}/{s.seed}") + ": " + json.dumps(Reference.entry(r), sort_keys=True)
+                 for s, r in results]  # one scenario a line: a new recording diffs by scenario
+        body = ",\n".join(lines)
+        path.write_text(json.dumps(head)[:-1] + ',\n"scenarios": {\n' + body + "\n}}\n")
+
+
+@dataclass(frozen=True)
+class Result:
+    scenario: Scenario
+    ours: Run
+    kafka: Run
+    reference: dict[str, Any] | None  # the reference's entry (Reference.entry) for this scenario
 
 
 def _seeds(seeds: list[int]) -> str:
     return ", ".join(map(str, seeds[:12])) + (f" ... ({len(seeds)})" if len(seeds) > 12 else "")
 
 
-def report(results: list[tuple[Scenario, Run, Run]]) -> None:
-    families = sorted({s.family for s, _, _ in results}, key=lambda f: [*FAMILIES, "random"].index(f))
-    head = f"{'family':<19} {'metric':<28} {'point':<9} {'seeds':>7} {'ours':>10} {'kafka':>10}  worse on seeds"
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def report(results: list[Result], reference_label: str, timed: bool) -> None:
+    order = [*FAMILIES, "random", "random-tagged"]
+    families = sorted({r.scenario.family for r in results}, key=order.index)
+    print(f"reference: {reference_label}")
+    head = (f"{'family':<19} {'metric':<27} {'point':<9} {'seeds':>7} {'ours':>9} {'ref':>9} {'kafka':>9}"
+            "  worse than Kafka on seeds | worse than ref on seeds")
     print(head)
     print("-" * len(head))
     worse_by_point: dict[str, int] = {}
+    regressed: dict[str, int] = {}
     for family in families:
-        rows = [(s, o, k) for s, o, k in results if s.family == family]
+        rows = [r for r in results if r.scenario.family == family]
         for metric in METRICS:
-            applicable = [(s, o, k) for s, o, k in rows if metric.applies(s)]
-            rel = [(s, o, k) for s, o, k in applicable
-                   if not metric.at_stable_points or not (o.unsettled or k.unsettled)]
+            applicable = [r for r in rows if metric.applies(r.scenario)]
+            rel = [r for r in applicable if not metric.at_stable_points or not (r.ours.unsettled or r.kafka.unsettled)]
             if not rel:
                 continue
-            ours = sum(metric.value(o) for _, o, _ in rel) / len(rel)
-            theirs = sum(metric.value(k) for _, _, k in rel) / len(rel)
-            higher = [(s.seed, o, k) for s, o, k in rel if metric.value(o) > metric.value(k) + 1e-9]
-            worse = [seed for seed, o, k in higher if not metric.excused(o, k)]
-            excused = [seed for seed, o, k in higher if metric.excused(o, k)]
+
+            def kafka_value(r: Result) -> float:
+                return metric.kafka(r.ours, r.kafka) if metric.kafka else metric.value(r.kafka)  # noqa: B023
+
+            ours = _mean([metric.value(r.ours) for r in rel])
+            theirs = _mean([kafka_value(r) for r in rel])
+            higher = [r for r in rel if metric.value(r.ours) > kafka_value(r) + 1e-9]
+            worse = [r.scenario.seed for r in higher if not metric.excused(r.ours, r.kafka)]
+            excused = [r.scenario.seed for r in higher if metric.excused(r.ours, r.kafka)]
             if metric.flags is not None:
-                worse = [s.seed for s, o, k in rel if metric.flags(o, k)]
-            if metric.point and "diag" not in metric.point:
-                worse_by_point[metric.point] = worse_by_point.get(metric.point, 0) + len(worse)
-            elif not metric.point:
-                worse_by_point[metric.name] = worse_by_point.get(metric.name, 0) + len(worse)
+                worse = [r.scenario.seed for r in rel if metric.flags(r.ours, r.kafka)]
+            key = metric.point if metric.point and "diag" not in metric.point else metric.name
+            if "diag" not in metric.point:
+                worse_by_point[key] = worse_by_point.get(key, 0) + len(worse)
+            refs = [r for r in rel if r.reference is not None and metric.versus_reference
+                    and (not metric.at_stable_points or r.reference["settled"])]
+            ref_text, back = "", ""
+            if refs:
+                ref_text = f"{_mean([r.reference['metrics'][metric.name] for r in refs if r.reference]):9.2f}"
+                lost = [r.scenario.seed for r in refs
+                        if r.reference and metric.value(r.ours) > r.reference["metrics"][metric.name] + 1e-9]
+                back = _seeds(lost) or "-"
+                if "diag" not in metric.point:
+                    regressed[key] = regressed.get(key, 0) + len(lost)
             shown = _seeds(worse)
             if excused:
                 shown = f"{shown or '-'}; not worse (at the bound, Kafka's coverage worse): {_seeds(excused)}"
             counted = f"{len(rel)}/{len(applicable)}" if len(rel) < len(applicable) else str(len(rel))
-            print(f"{family:<19} {metric.name:<28} {metric.point:<9} {counted:>7} "
-                  f"{ours:10.2f} {theirs:10.2f}  {shown or '-'}")
+            print(f"{family:<19} {metric.name:<27} {metric.point:<9} {counted:>7} "
+                  f"{ours:9.2f} {ref_text:>9} {theirs:9.2f}  {shown or '-'} | {back}")
         print()
     print("seeds: those compared; n/m: balance is compared at stable points, so only where both assignors")
     print("settled after every event (Kafka's assignor never stopped probing within the round limit on the rest).")
-    for key in ["1", "2", "3", "4", "5", "6", "7", "moved actives", "rounds to stable"]:
+    for key in [*POINTS, *(m.name for m in METRICS if not m.point)]:
         label = f"point {key}" if key.isdigit() else key
-        count = worse_by_point.get(key, 0)
-        print(f"{label:<18} ours worse than Kafka's on {count} seed(s)")
+        tail = f"; worse than the reference on {regressed[key]}" if key in regressed else ""
+        print(f"{label:<24} ours worse than Kafka's on {worse_by_point.get(key, 0)} seed(s){tail}")
+    print()
+    ratios = []
+    for family in families:
+        rows = [r for r in results if r.scenario.family == family]
+        after = [len(e) for r in rows for e in _after_events(r.ours)]
+        line = f"{family:<19} rounds after an event: mean {_mean(after):.2f}, worst {max(after, default=0)}"
+        if timed:
+            ours_ms = sum(r.ours.total(lambda x: x.ms) for r in rows)
+            kafka_ms = sum(r.ours.total(lambda x: x.kafka_ms) for r in rows)
+            ratios.append(ours_ms / kafka_ms)
+            per_seed = [r.ours.total(lambda x: x.ms) / r.ours.total(lambda x: x.kafka_ms) for r in rows]
+            line += (f"; time ours/Kafka on the same inputs {ratios[-1]:.3f} (per seed: median "
+                     f"{statistics.median(per_seed):.3f}, worst {max(per_seed):.3f})")
+        print(line)
+    print(_load())
+    if ratios:  # the worst family's time ratio against the target
+        print(f"ratio {max(ratios):.3f} target 1.0")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=5, help="seeds per named scenario family")
     parser.add_argument("--random", type=int, default=300, help="random scenarios (every third rack-tagged)")
-    parser.add_argument("--only", action="append", help="run only these families (names, or 'random')")
+    parser.add_argument("--only", action="append", help="run only these families (names, 'random' or 'random-tagged')")
+    parser.add_argument("--timing-runs", type=int, default=3, help="timed runs per round and side (0: no timing)")
+    parser.add_argument("--also", metavar="COMMIT", help="run ours at this commit too, in the reference column")
+    parser.add_argument("--record-reference", metavar="COMMIT",
+                        help=f"run ours at this commit too and write its figures to {REFERENCE.name}")
     args = parser.parse_args()
     plan: list[Scenario] = []
     for name, make in FAMILIES.items():
         if not args.only or name in args.only:
             plan += [make(seed) for seed in range(args.seeds)]
-    if not args.only or "random" in args.only:
-        plan += [random_scenario(seed) for seed in range(args.random)]
+    randoms = [random_scenario(seed) for seed in range(args.random)]
+    plan += [s for s in randoms if not args.only or s.family in args.only]
+    commit = args.record_reference or args.also
+    stored = None if commit else Reference.load(REFERENCE)
+    print(f"{len(plan)} scenarios, {_load()}", file=sys.stderr)
     started = time.perf_counter()
-    results = []
+    results: list[Result] = []
+    recorded: list[tuple[Scenario, Run]] = []
     with tempfile.TemporaryDirectory(prefix="assignor-quality-") as tmp:
+        earlier = assignor_at(commit, Path(tmp) / "at") if commit else None
         kafka = KafkaHarness(Path(tmp))
         try:
             for i, scenario in enumerate(plan, 1):
-                ours, theirs = compare(scenario, kafka)
-                results.append((scenario, ours, theirs))
+                timer = kafka_timer(kafka, args.timing_runs) if args.timing_runs else None
+                groups = [Group(scenario, our_solver(current_assignment, args.timing_runs), timer),
+                          Group(scenario, kafka_solver(kafka))]
+                if earlier is not None:
+                    groups.append(Group(scenario, our_solver(earlier, 0)))
+                runs = compare(scenario, groups, stored.steps(scenario) if stored else ())
+                entry = Reference.entry(runs[2]) if earlier is not None else stored.of(scenario) if stored else None
+                results.append(Result(scenario, runs[0], runs[1], entry))
+                if earlier is not None:
+                    recorded.append((scenario, runs[2]))
                 if i % 25 == 0 or i == len(plan):
-                    print(f"  {i}/{len(plan)} scenarios, {time.perf_counter() - started:.0f} s", file=sys.stderr)
+                    print(f"  {i}/{len(plan)} scenarios, {time.perf_counter() - started:.0f} s, {_load()}",
+                          file=sys.stderr)
         finally:
             kafka.close()
-    report(results)
+    label = "none (no reference file)"
+    if commit:
+        label = f"ours at {describe(commit)}, run now"
+        if args.record_reference:
+            Reference.write(REFERENCE, f"ours at {describe(commit)}", resolve_commit(commit), recorded)
+            label += f", written to {REFERENCE.relative_to(BENCH.parent)}"
+    elif stored is not None:
+        label = f"{stored.label} ({REFERENCE.relative_to(BENCH.parent)})"
+    report(results, label, bool(args.timing_runs))
 
 
 if __name__ == "__main__":

@@ -3,17 +3,25 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from pyspark.sql import SparkSession
 
 from streams_rt.kafka.dev_broker import BrokerInfo, DevBroker
 from streams_rt.kafka.jvm import REPO_ROOT
 from streams_rt.spark.session import build_session
 from tests.tasks.test_host import Apps
+
+# Property tests: in CI (CI set, as .ci/run does) every run draws the same examples, so a failure there
+# reproduces anywhere with CI=true; elsewhere each run draws new ones and prints a blob to replay a failure.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # Executors' Python workers unpickle test-defined classes by module name (tests.spark...).
 _TEST_IMPORTS = {"spark.executorEnv.PYTHONPATH": str(REPO_ROOT)}

@@ -22,7 +22,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import SparkSession
 
-from examples import enrich_orders, page_views, word_count
+from examples import ad_clicks, enrich_orders, page_views, user_sessions, word_count
 from examples.runner import example_path
 from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.kafka.partitioner import partition_for
@@ -79,6 +79,48 @@ def test_enrich_orders(kafka_broker: BrokerInfo, spark: SparkSession) -> None:
     orders = [(cid, json.loads(value)) for topic, (cid, value, _) in inputs if topic == "orders"]
     found = sorted((row.key, json.loads(row.value)["order"], json.loads(row.value)["customer"]) for row in rows)
     assert found == sorted((cid, order["order"], enrich_orders.CUSTOMERS[cid]) for cid, order in orders)
+
+
+def test_ad_clicks(kafka_broker: BrokerInfo, spark: SparkSession) -> None:
+    """Every click joined with its impression once; an impression nobody clicked at most once, with
+    no click, and never one that was clicked (no spurious left-join result)."""
+    rows, inputs, _ = run(ad_clicks, kafka_broker, spark)
+    impressions = {key: json.loads(value)["ad"] for topic, (key, value, _) in inputs if topic == "impressions"}
+    clicked = {key for topic, (key, _, _) in inputs if topic == "clicks"}
+    found = collections.Counter((row.key, json.loads(row.value)["ad"], json.loads(row.value)["clicked"])
+                                for row in rows)
+    assert max(found.values()) == 1
+    assert {(key, ad) for key, ad, was in found if was} == {(key, impressions[key]) for key in clicked}
+    not_clicked = {(key, ad) for key, ad, was in found if not was}
+    assert not_clicked and all(key not in clicked and impressions[key] == ad for key, ad in not_clicked)
+
+
+def test_user_sessions(kafka_broker: BrokerInfo, spark: SparkSession) -> None:
+    """Each session written once, with its final count, and every session closed by the end of the
+    input (its partition's stream time past its end plus gap and grace) is there."""
+    rows, inputs, _ = run(user_sessions, kafka_broker, spark)
+    visits: dict[str, list[int]] = collections.defaultdict(list)
+    newest: dict[int, int] = collections.defaultdict(lambda: -1)
+    for _, (user, _, ts) in inputs:
+        visits[user].append(ts)
+        p = partition_for(user.encode(), 2)
+        newest[p] = max(newest[p], ts)
+    reference: set[tuple[str, int, int, int]] = set()
+    for user, times in visits.items():
+        times.sort()
+        start = previous = times[0]
+        count = 0
+        for ts in times:
+            if ts - previous > user_sessions.GAP_MS:
+                reference.add((user, start, previous, count))
+                start, count = ts, 0
+            previous, count = ts, count + 1
+        reference.add((user, start, previous, count))
+    found = [(row.key, s["start"], s["end"], s["visits"]) for row in rows for s in (json.loads(row.value),)]
+    assert found and len(found) == len(set(found)) and set(found) <= reference
+    closed = {s for s in reference
+              if s[2] + user_sessions.GAP_MS + user_sessions.GRACE_MS <= newest[partition_for(s[0].encode(), 2)]}
+    assert closed <= set(found)
 
 
 def test_ctrl_c_stops_word_count_cleanly_and_its_summary_is_a_complete_cut(kafka_broker: BrokerInfo,

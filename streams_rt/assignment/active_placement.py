@@ -5,10 +5,10 @@
 subtopology (spread.py), giving up first those another client could take without a warm-up; with equal
 capacities, a stateful task nobody owns and nobody is caught up on counts as owned by its least-lag
 client (least_lag_owners). 3. Fill
-the rest, first onto caught-up clients with room, then onto clients with partial state, then onto the
-least loaded client with room (LeastLoaded, so the cost is O(tasks log clients), never clients x
-tasks); "room" includes the client's share of the task's subtopology, unless no client with room
-for the task has any."""
+the rest, first onto caught-up clients with room, then onto clients with partial state (in both as
+many as the room allows: holder_fill.py), then onto the least loaded client with room (LeastLoaded, so
+the cost is O(tasks log clients), never clients x tasks); "room" includes the client's share of the
+task's subtopology, unless no client with room for the task has any."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from itertools import chain
 
 from .forced_replicas import ForcedReplicas
+from .holder_fill import HolderFill
 from .least_loaded import LeastLoaded
 from .ownership import NO_OWNER
 from .quotas import JointBounds, capacity_quotas, filling_quotas, keep_owned, owned_counts, subtopology_sizes
@@ -30,13 +31,17 @@ def general_assign(
     pool: Sequence[int],
     prior_load: Sequence[int] | None = None,
     bounds: JointBounds | None = None,
+    spread: bool = True,
+    keep: Sequence[int] | None = None,
 ) -> list[int]:
     """Returns the target client of each task of `pool`. prior_load: for the stateless pool, active
     tasks each client already has; the pool then fills up the least loaded clients
-    (quotas.filling_quotas). bounds: for the stateful pool, quotas.joint_bounds."""
+    (quotas.filling_quotas). bounds: for the stateful pool, quotas.joint_bounds. Without `spread` (the
+    stateless pool only) the least loaded clients fill up regardless of the subtopology shares. keep:
+    for the stateless pool, where each task stays if the quotas allow (default: its owner)."""
     capacities, lags = inputs.capacities, inputs.lags
     n = len(capacities)
-    owner = inputs.owner if prior_load is not None else least_lag_owners(inputs, pool)
+    owner = (keep or inputs.owner) if prior_load is not None else least_lag_owners(inputs, pool)
     prior = prior_load
     sizes = subtopology_sizes(pool, inputs.subtopology)
     quotas: list[int] | None = None  # equal capacities, several subtopologies: the targets choose (spread.py)
@@ -45,12 +50,12 @@ def general_assign(
         standbys = Counter(chain.from_iterable(lags.standby_owners))
         held = [standbys.get(c, 0) for c in range(n)]
         owned = owned_counts(pool, owner, n)
-        quotas = filling_quotas(pool, inputs.subtopology, capacities, prior, inputs.rank, owned, held)
+        quotas = filling_quotas(pool, inputs.subtopology, capacities, prior, inputs.rank, owned, held, spread)
     elif len(set(capacities)) > 1 or sizes is None:
         owned = owned_counts(pool, owner, n)
         standby_room = StandbyRoom.of(inputs.clients, inputs.configs) if len(set(capacities)) > 1 else None
         quotas = capacity_quotas(len(pool), capacities, inputs.rank, owned, sizes, bounds, forced, standby_room)
-    shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank)
+    shares = SubtopologyShares.of(pool, inputs.subtopology, inputs.rank) if spread else None
     if shares is not None:
         ceils_first = forced.ceils_first() if forced is not None and quotas is None else ()
         quotas = shares.start(owner, capacities, quotas, ceils_first)
@@ -73,21 +78,26 @@ def general_assign(
         if shares is not None:
             shares.add(t, c)
 
-    # Caught-up clients with room first: these moves need no warm-up.
-    rest: list[int] = []
-    for t in unassigned:
-        h = next((h for h in lags.holders(t) if room(t, h) and lags.caught_up(t, h)), None)
-        if h is None:
-            rest.append(t)
-        else:
-            place(t, h)
-    # Then clients that hold some of the state; then the least loaded client with room.
+    def remove(t: int, c: int) -> None:
+        del target[t]
+        load[c] -= 1
+        if shares is not None:
+            shares.remove((t,), c)
+
+    def short_in_subtopology(t: int, c: int) -> bool:
+        return shares is not None and not shares.room(t, c)
+
+    def caught_up_holders(t: int) -> list[int]:
+        return [h for h in lags.holders(t) if lags.caught_up(t, h)]
+
+    # Caught-up clients with room first: these moves need no warm-up. Then clients that hold some of
+    # the state (holder_fill.py: as many as the room allows, whatever the fill order); then the least
+    # loaded client with room.
+    rest = unassigned
+    for holders in (caught_up_holders, lags.holders):
+        rest = HolderFill(holders, room, short_in_subtopology, inputs.subtopology, place, remove).fill(rest)
     least_loaded = LeastLoaded((c for c in range(n) if load[c] < limit[c]), load, capacities, limit)
     for t in rest:
-        holder = next((h for h in lags.holders(t) if room(t, h)), None)
-        if holder is not None:
-            place(t, holder)
-            continue
         c = least_loaded.poll(accept=None if shares is None else lambda d: shares.room(t, d))  # noqa: B023
         if c is None:
             # Nobody with room has room for this subtopology: its owner keeps it if it has room (as

@@ -71,9 +71,12 @@ def assign(
     planned = [0] * len(ordered)
     pending: list[PendingMove] = []
     active_load = [0] * n
-    # Where the actives end up once the pending moves are made: the stateless pool fills up around that,
-    # so the round after the moves keeps it (filled around where the moving tasks run meanwhile, the
-    # stateless tasks would move again after them, and the standbys with them: warm-ups and rounds).
+    # Where the actives end up once the pending moves are made, the stateless ones filling up around
+    # that: the standbys are planned around it, so the round after the moves keeps them. Meanwhile the
+    # stateless tasks fill up the least loaded clients around where the moving tasks run now, whatever
+    # the subtopology shares: they need no state, so they move at no cost and the threads are as even
+    # now as the waiting tasks allow (as Kafka's assignor fills them), and the round after the moves
+    # spreads each subtopology again.
     target_load = [0] * n
     stateful_pool = [t for t in range(len(ordered)) if end[t] is not None]
     stateless_pool = [t for t in range(len(ordered)) if end[t] is None]
@@ -93,6 +96,11 @@ def assign(
             fills_up = pool is stateless_pool
             target = general_assign(inputs, pool, target_load if fills_up else None, None if fills_up else bounds)
         placed, moves = gate_to_caught_up(inputs, pool, target)
+        if pool is stateless_pool and pending:  # this round: around where the moving tasks run meanwhile
+            planned_owner = list(owner)
+            for t, d in zip(pool, target, strict=True):
+                planned_owner[t] = d
+            placed = general_assign(inputs, pool, active_load, spread=False, keep=planned_owner)
         pending.extend(moves)
         for t, c, d in zip(pool, placed, target, strict=True):
             planned[t] = c
@@ -100,7 +108,7 @@ def assign(
             target_load[d] += 1
 
     pending_target = {m.task: m.target for m in pending}
-    plan = place_standbys(inputs, stateful_pool, planned, pending_target, active_load)
+    plan = place_standbys(inputs, stateful_pool, planned, pending_target, target_load)
     standby_of = plan.standby_of
     warmups = choose_warmups(pending, standby_of, plan.waiting, lags, configs.max_warmup_replicas)
 

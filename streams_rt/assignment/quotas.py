@@ -318,16 +318,20 @@ def filling_quotas(
     rank: Sequence[int],
     owned: Sequence[int],
     standbys: Sequence[int],
+    spread: bool = True,
 ) -> list[int]:
-    """Stateless quotas on top of `prior` (each client's tasks from earlier pools), see the module
-    docstring. Among clients as loaded, those that own more of the pool than they have been given
-    first (nothing moves: an unchanged group keeps its quotas), then those holding fewer `standbys`
-    per capacity unit: the standbys stay where they are (no warm-up) if the stateless tasks go around
-    them. Where capacities differ, every count within the narrowest window of loads (thread_balance.py)
-    is as even per thread, so the owners keep theirs first there (random seed 164 of the quality bench:
-    a three-thread client joining took a task from a two-thread one, the threads 1/2 apart either way)."""
-    sizes = subtopology_sizes(pool, subtopology)
+    """Stateless quotas on top of `prior` (each client's tasks from earlier pools), see the module docstring;
+    without `spread`, regardless of the subtopology shares (any count from none to all). Among clients as
+    loaded, those that own more of the pool than they have been given first (nothing moves: an unchanged group
+    keeps its quotas), then those holding fewer `standbys` per capacity unit: the standbys stay where they are
+    (no warm-up) if the stateless tasks go around them. Where capacities differ, every count within the
+    narrowest window of loads (thread_balance.py) is as even per thread, so the owners keep theirs first there
+    (random seed 164 of the quality bench: a three-thread client joining took a task from a two-thread one, the
+    threads 1/2 apart either way)."""
+    sizes = subtopology_sizes(pool, subtopology) if spread else None
     lo, hi = share_bounds(sizes or [len(pool)], capacities)  # one subtopology: the pool
+    if not spread:
+        lo, hi = [0] * len(capacities), [len(pool)] * len(capacities)
 
     def order(c: int, q: int) -> tuple[float, bool, float, int]:
         return (prior[c] + q + 1) / capacities[c], owned[c] <= q, standbys[c] / capacities[c], rank[c]

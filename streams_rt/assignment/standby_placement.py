@@ -64,11 +64,17 @@ class _TagSpread:
     def score(self, used: Used, c: int) -> int:
         """How many tag keys client c would spread the task over (a key whose values are all used
         counts for everyone)."""
-        vals = self.values[c]
-        return sum(1 for i in range(len(self.keys)) if vals[i] not in used[i] or len(used[i]) >= self.distinct[i])
+        spreads = 0
+        for v, values, distinct in zip(self.values[c], used, self.distinct, strict=True):
+            if v not in values or len(values) >= distinct:
+                spreads += 1
+        return spreads
 
     def allows(self, used: Used, c: int) -> bool:
-        return self.score(used, c) == len(self.keys)
+        for v, values, distinct in zip(self.values[c], used, self.distinct, strict=True):
+            if v in values and len(values) < distinct:
+                return False
+        return True
 
     def add(self, used: Used, c: int) -> None:
         for i, v in enumerate(self.values[c]):
@@ -99,14 +105,15 @@ def place_standbys(
     tasks: Sequence[int],
     active: Sequence[int],
     pending_target: Mapping[int, int],
-    active_load: Sequence[int],
+    final_load: Sequence[int],
 ) -> StandbyPlan:
     """`tasks` are the stateful tasks in order; `active[t]` is the client planned to run task t's
-    active this round, `pending_target` the client a pending move waits for, and `active_load` each
-    client's active task count.
+    active this round, `pending_target` the client a pending move waits for, and `final_load` each
+    client's active task count once the pending moves are made (stateless tasks where they will run
+    then).
 
-    The standbys are planned around where the actives end up (each pending move made), so the round
-    after the moves keeps them (see the module docstring)."""
+    The standbys are planned around where the actives end up, so the round after the moves keeps them
+    (see the module docstring)."""
     n = inputs.n_clients
     per_task = min(inputs.configs.num_standby_replicas, n - 1)
     tag_keys = inputs.configs.rack_aware_assignment_tags
@@ -114,13 +121,12 @@ def place_standbys(
     standby_of = [none] * len(active)
     if per_task <= 0:
         return StandbyPlan(standby_of, [])
-    final, final_load = list(active), list(active_load)
+    final = list(active)
     for t, target in pending_target.items():
         final[t] = target
-        final_load[active[t]] -= 1
-        final_load[target] += 1
-    if per_task == n - 1 and not tag_keys:
-        # Every client but the active's holds a standby: nothing to choose, balance or keep.
+    if per_task == n - 1:
+        # Every client but the active's holds a standby: nothing to choose, balance or keep (rack tags
+        # could only order the replicas).
         others = [set(range(n)) - {c} for c in range(n)]
         for t in tasks:
             standby_of[t] = set(others[active[t]])
@@ -174,8 +180,13 @@ class _Placement:
         shares = None
         if len(set(capacities)) > 1:
             most = [n_tasks - k for k in stateful_active]
-            shares = even_standby_shares(per_task * n_tasks, active_load, capacities, most)
-            if shares:  # they may pass the ceils to even the standbys (standby_shares.py)
+            # Without rack tags the shares may pass the ceils to even the standbys (standby_shares.py).
+            # With them, not: the tag rule can put a replica where the counts did not (a client alone
+            # in its zone with the others full), and the standbys are then no more even for the excess.
+            tagged = bool(inputs.configs.rack_aware_assignment_tags)
+            shares = even_standby_shares(per_task * n_tasks, active_load, capacities, most,
+                                         self.ceil_share if tagged else None)
+            if shares:
                 self.ceil_share = list(map(max, self.ceil_share, shares))
         self.share = shares or balanced_counts(
             everything, capacities, [0] * len(capacities), floors, self.ceil_share, order
@@ -366,8 +377,11 @@ class _Placement:
         if spread is None:
             return lambda d: d != a and d not in holders
         used = spread.used_without(holders, giver, a)
-        if len(spread.keys) == 1:
-            return lambda d: d != a and d not in holders and spread.allows(used, d)
+        if len(spread.keys) == 1:  # the common case, inlined: this runs for every candidate of every move
+            values, (taken,), (distinct,) = spread.values, used, spread.distinct
+            if len(taken) >= distinct:
+                return lambda d: d != a and d not in holders
+            return lambda d: d != a and d not in holders and values[d][0] not in taken
         others = holders - {giver}
         # Where no client passes the rule, one adding as many unused values as the giver (the task's
         # tag deficit unchanged): the sticky pass keeps such a holder, so the balance may move it.
@@ -580,7 +594,20 @@ class _Placement:
             return False
         load, capacities, n = self.load, self.capacities, len(self.load)
         held = self._standbys_by_client()
+        # The breadth-first search from every giver asks the same question: who may hold task t instead
+        # of client c (a tag rule check). Answered once per chain search, in client order.
+        fitting: dict[tuple[int, int], list[int]] = {}
+
+        def instead(t: int, c: int) -> list[int]:
+            found = fitting.get((t, c))
+            if found is None:
+                fits = self._fits_instead(t, c)
+                found = fitting[t, c] = [d for d in range(n) if fits(d)]
+            return found
+
         for g in sorted(givers, key=lambda c: (-load[c] / capacities[c], c)):
+            if not any(takes(g, d) for d in range(n) if d != g):
+                continue  # no chain from g can end anywhere
             came_from: dict[int, tuple[int, int]] = {}  # client -> (client it took from, task)
             frontier = [g]
             while frontier:
@@ -590,9 +617,8 @@ class _Placement:
                     for t in held[c]:
                         if t in on_path:
                             continue
-                        fits = self._fits_instead(t, c)
-                        for d in range(n):
-                            if d == g or d in came_from or not fits(d):
+                        for d in instead(t, c):
+                            if d == g or d in came_from:
                                 continue
                             came_from[d] = (c, t)
                             if takes(g, d):
@@ -627,9 +653,20 @@ class _Placement:
             return False  # no pair of clients has a move that evens them out
         held = self._standbys_by_client()
         any_moved = False
+
+        def within_reach(c: int) -> bool:
+            """Whether any other client could take one of c's standbys by the loads alone (as c gives,
+            and others take, this only gets harder)."""
+            level = (load[c] - 1) / capacities[c]
+            return any((load[d] + 1) / capacities[d] <= level for d in range(n) if d != c)
+
         for c in sorted(range(n), key=lambda c: (-load[c] / capacities[c], c)):
+            if not within_reach(c):
+                continue
             takers = LeastLoaded(range(n), load, capacities)  # afresh: the last giver's load went down
             for t in list(held[c]):
+                if not within_reach(c):
+                    break
                 level = (load[c] - 1) / capacities[c]
                 fits = self._fits_instead(t, c)
 

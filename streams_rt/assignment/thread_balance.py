@@ -69,8 +69,24 @@ def windowed_counts(
 
 
 def load_spread(counts: Sequence[int], capacities: Sequence[int], prior: Sequence[int]) -> Fraction:
-    loads = [Fraction(p + q, cap) for p, q, cap in zip(prior, counts, capacities, strict=True)]
-    return max(loads) - min(loads)
+    scale = PerThread(capacities)
+    loads = [scale.level(c, p + q) for c, (p, q) in enumerate(zip(prior, counts, strict=True))]
+    return Fraction(max(loads) - min(loads), scale.unit)
+
+
+class PerThread:
+    """Tasks per capacity unit as integers: `level(c, tasks)` is tasks / capacity(c) times `unit` (the
+    least common multiple of the capacities), so levels compare exactly without fractions (a sort of
+    thousands of Fractions is what the window search would otherwise spend its time on)."""
+
+    __slots__ = ("unit", "scale")
+
+    def __init__(self, capacities: Sequence[int]) -> None:
+        self.unit = math.lcm(*capacities)
+        self.scale = [self.unit // cap for cap in capacities]
+
+    def level(self, c: int, tasks: int) -> int:
+        return tasks * self.scale[c]
 
 
 def possible(counts: Sequence[int], sizes: Sequence[int] | None, capacities: Sequence[int]) -> bool:
@@ -122,35 +138,39 @@ def narrowest_window(
     """The loads [m, M] with M - m smallest such that every client can be given a count within its
     bounds and a load within [m, M], the counts adding up to n_tasks (None: the bounds allow nothing)."""
     n = len(capacities)
+    per_thread = PerThread(capacities)
+    scale, unit = per_thread.scale, per_thread.unit
     # Filling by the load a task brings gives the lowest possible maximum `top`; its minimum `bottom`
     # bounds the answer: the best window lies within [bottom, 2 top - bottom] (its M is at least top
     # and its width at most top - bottom).
     # That fill gives the n_tasks - sum(lo) units of lowest load first, so the units up to the average
     # load are given at once where they are no more than that (then the same counts come out, but
     # thousands of units, as the standbys of standby_room.py, cost no heap operation each).
-    level = Fraction(n_tasks + sum(prior), sum(capacities))
-    ahead = [min(hi[c], max(lo[c], math.floor(level * cap) - prior[c])) for c, cap in enumerate(capacities)]
+    # Loads are integers, tasks per capacity unit times `unit` (PerThread).
+    total = n_tasks + sum(prior)
+    total_cap = sum(capacities)
+    ahead = [min(hi[c], max(lo[c], total * cap // total_cap - prior[c])) for c, cap in enumerate(capacities)]
     start = _fill(n_tasks, ahead if sum(ahead) <= n_tasks else list(lo), hi,
-                  lambda c, q: (Fraction(prior[c] + q + 1, capacities[c]), c))
+                  lambda c, q: ((prior[c] + q + 1) * scale[c], c))
     if start is None:
         return None
-    levels = [Fraction(prior[c] + start[c], capacities[c]) for c in range(n)]
+    levels = [(prior[c] + start[c]) * scale[c] for c in range(n)]
     bottom, top = min(levels), max(levels)
     if bottom == top:
-        return bottom, top
+        return Fraction(bottom, unit), Fraction(top, unit)
     reach = 2 * top - bottom
-    values: list[tuple[Fraction, int, int]] = []  # (load, client, count)
+    values: list[tuple[int, int, int]] = []  # (load, client, count)
     first = [0] * n
-    for c, cap in enumerate(capacities):
-        first[c] = max(lo[c], math.ceil(bottom * cap - prior[c]))
-        for q in range(first[c], min(hi[c], math.floor(reach * cap - prior[c])) + 1):
-            values.append((Fraction(prior[c] + q, cap), c, q))
+    for c in range(n):
+        first[c] = max(lo[c], -(-bottom // scale[c]) - prior[c])
+        for q in range(first[c], min(hi[c], reach // scale[c] - prior[c]) + 1):
+            values.append(((prior[c] + q) * scale[c], c, q))
     values.sort()
     low = list(first)  # counts of loads >= m
     up = [f - 1 for f in first]  # counts of loads <= M: none yet
     sum_low, sum_up, bad = sum(low), sum(up), n  # bad: clients with low > up
     stuck = False  # a client's count of loads >= m above its bound: so for any higher m
-    best: tuple[Fraction, Fraction] | None = None
+    best: tuple[int, int] | None = None
     j = k = 0
     i = 0
     while i < len(values) and values[i][0] <= top:
@@ -181,4 +201,4 @@ def narrowest_window(
             best = (m, values[j - 1][0])
         while i < len(values) and values[i][0] == m:
             i += 1
-    return best
+    return None if best is None else (Fraction(best[0], unit), Fraction(best[1], unit))

@@ -238,7 +238,7 @@ class StreamsRoundPlanner:
                 departures, readings = None, None
                 planned, next_at = self._probing_assignment(members), now_ms + END_OFFSETS_RETRY_MS
                 log.warning("generation %d: the changelogs' end offsets are out of reach (%s); everyone keeps the "
-                            "tasks it has, and the group rebalances again in %d s", generation, e,
+                            "tasks it has, and the group rebalances again in %d s", generation, str(e),
                             END_OFFSETS_RETRY_MS // 1000)
         # Ownership claims come from the subscriptions. An EAGER member revoked everything before
         # joining: it reports its previous tasks (for stickiness) but claims nothing. An unreadable

@@ -16,6 +16,7 @@ from streams_rt.iq.codec import encode_base64url, to_json
 from streams_rt.iq.errors import QueryFailed, unavailable
 from streams_rt.iq.routing import StoreInfo
 from streams_rt.protocol import TaskId
+from streams_rt.protocol.wire import INT64_MAX
 from streams_rt.state import KeyValueStore, Mode, StateStore, WindowStore
 from streams_rt.tasks import batch_record
 from streams_rt.tasks.batch_record import CorruptBatchRecord
@@ -106,12 +107,19 @@ class LocalReads:
 
     def windows(self, hosted: HostedTask, info: StoreInfo, key: bytes, time_from: int, time_to: int,
                 demand: Consistency, wait: bool) -> tuple[list[dict[str, Any]], Freshness]:
+        """A window store's windows of `key` starting in [time_from, time_to]; a session store's
+        sessions of `key` that overlap it (end >= time_from, start <= time_to: Kafka's findSessions)."""
         size = info.window_size_ms or 0
         with self.reading(hosted, info, demand, wait) as (store, freshness):
             assert isinstance(store, WindowStore)
-            rows = store.fetch_committed(key, time_from, time_to)
-        return [{"start": start, "end": start + size, "value": to_json(info.value_serde, value)}
-                for start, value in rows], freshness
+            if info.sessions:
+                sessions = [(int.from_bytes(start, "big"), end, value)
+                            for end, start, value in store.fetch_committed_entries(key, time_from, INT64_MAX)]
+                rows = [(start, end, value) for start, end, value in sessions if start <= time_to]
+            else:
+                rows = [(start, start + size, value) for start, value in store.fetch_committed(key, time_from, time_to)]
+        return [{"start": start, "end": end, "value": to_json(info.value_serde, value)}
+                for start, end, value in rows], freshness
 
     def range(self, tasks: list[HostedTask], info: StoreInfo, start: bytes | None, end: bytes | None, limit: int,
               demand: Consistency, wait: bool) -> tuple[list[dict[str, Any]], str | None, list[Freshness]]:

@@ -27,10 +27,16 @@ class StoreInfo:
     key_serde: Serde[Any]
     value_serde: Serde[Any]
     window_size_ms: int | None
+    sessions: bool = False  # a session store: windows are sessions, [start, end] per entry
 
     @property
     def windowed(self) -> bool:
+        """Read by key and time (/windows): a window store or a session store."""
         return self.window_size_ms is not None
+
+    @property
+    def kind(self) -> str:
+        return "session" if self.sessions else "window" if self.windowed else "key_value"
 
     def task_for(self, key: bytes) -> TaskId:
         return TaskId(self.subtopology, partition_for(key, self.partitions))
@@ -43,7 +49,7 @@ class StoreInfo:
         return next((t for t in self.tasks() if str(t) == text), None)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": "window" if self.windowed else "key_value",
+        return {"name": self.name, "kind": self.kind,
                 "key_serde": self.key_serde.name, "value_serde": self.value_serde.name,
                 "subtopology": self.subtopology, "partitions": self.partitions,
                 "window_size_ms": self.window_size_ms}
@@ -54,10 +60,11 @@ def store_catalog(topology: Topology, layout: TopologyLayout) -> dict[str, Store
     for sub in topology.subtopologies:
         for name in sub.stores:
             definition = topology.stores.get(name)
-            if definition is None:
+            if definition is None or not definition.queryable:
                 continue
             catalog[name] = StoreInfo(name, sub.id, layout.partitions[sub.id], definition.key_serde,
-                                      definition.stored_value_serde, definition.window_size_ms)
+                                      definition.stored_value_serde, definition.window_size_ms,
+                                      definition.sessions)
     return dict(sorted(catalog.items()))
 
 

@@ -5,7 +5,9 @@ records of transactions whose markers are not written yet)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from typing import Any
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -49,30 +51,42 @@ def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeou
                                      isolation_level=IsolationLevel.READ_COMMITTED if read_committed
                                      else IsolationLevel.READ_UNCOMMITTED,
                                      request_timeout=max(0.5, min(ATTEMPT_S, deadline - time.monotonic())))
-        error: KafkaError
-        try:
-            found = {TopicPartition(k.topic, k.partition): f.result().offset for k, f in futures.items()}
-        except KafkaException as exc:
-            error = exc.args[0]
-            if error.code() not in LIST_OFFSETS_RETRIABLE and not broker_outage(error):
-                raise
-        else:
-            unknown = [tp for tp, offset in found.items() if offset < 0]
-            if not unknown:
-                return found
-            # While a partition's leadership moves (a broker of several stopped), its answer can come
-            # without an error and without an offset (-1001): asked again, as a leader not available.
-            error = KafkaError(KafkaError.LEADER_NOT_AVAILABLE,
-                               f"no end offset for {', '.join(map(str, unknown[:3]))}"
-                               + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""))
+        answer = _offsets_or_error(futures)
+        del futures
+        if not isinstance(answer, KafkaError):
+            return answer
+        error = answer
+        if error.code() not in LIST_OFFSETS_RETRIABLE and not broker_outage(error):
+            raise KafkaException(error)
         if time.monotonic() > deadline:
-            raise BrokerUnreachable(f"end offsets of {len(wanted)} partitions", timeout_s, error) from None
+            raise BrokerUnreachable(f"end offsets of {len(wanted)} partitions", timeout_s, error)
         time.sleep(0.1 if not broker_outage(error) else 0.5)
         try:  # a metadata request: fresh leaders
             admin.list_topics(timeout=max(1.0, min(5.0, deadline - time.monotonic())))
         except KafkaException as refresh:
             if not broker_outage(refresh.args[0]):
                 raise
+
+
+def _offsets_or_error(futures: Mapping[KafkaTopicPartition, Future[Any]]) -> dict[TopicPartition, int] | KafkaError:
+    """The offsets, or the first KafkaError. The futures' exceptions are read, not raised, and lose
+    their tracebacks: through the client's callback the futures and a raised exception's frames form a
+    cycle the collector cannot see, which kept the client (and its reconnects to a gone broker) alive.
+    A partition answered without an offset (-1001: its leadership moving, after one broker of several
+    stopped) is a leader not available, to be asked again."""
+    for future in futures.values():
+        error = future.exception()
+        if error is not None:
+            error.__traceback__ = None
+            if isinstance(error, KafkaException):
+                return error.args[0]  # type: ignore[no-any-return]
+            raise error
+    found = {TopicPartition(k.topic, k.partition): f.result().offset for k, f in futures.items()}
+    unknown = [tp for tp, offset in found.items() if offset < 0]
+    if unknown:
+        return KafkaError(KafkaError.LEADER_NOT_AVAILABLE, f"no end offset for {', '.join(map(str, unknown[:3]))}"
+                          + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""))
+    return found
 
 
 def committed_or_earliest(admin: AdminClient, group: str, partitions: Iterable[TopicPartition],

@@ -39,8 +39,10 @@ class BrokerOutageLog:
         self.since: float | None = None
 
     def down(self, error: BrokerUnreachable) -> None:
+        """The message, not the exception, goes to the log: a handler that keeps records (pytest's
+        does for a whole run) would keep its traceback's frames and their Kafka clients alive."""
         if self.since is None:
-            log.warning("%s: no new batches until it answers (asked again every round)", error)
+            log.warning("%s: no new batches until it answers (asked again every round)", str(error))
             self.since = time.monotonic()
 
     def up(self) -> None:

@@ -40,9 +40,14 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class WindowSpec:
+    """A window store's shape (see stores/window.py: duplicates for a stream-stream join's windows,
+    sessions for a session store)."""
+
     retention_ms: int
     window_size_ms: int
     segment_interval_ms: int | None = None
+    retain_duplicates: bool = False
+    sessions: bool = False
 
 
 @dataclass(frozen=True)
@@ -231,10 +236,12 @@ class TaskState:
                                       else RocksDBKeyValueStore(name, task_dir, rocksdb))
             elif spec.in_memory:
                 self._stores[name] = InMemoryWindowStore(name, window.retention_ms, window.window_size_ms,
-                                                         window.segment_interval_ms)
+                                                         window.segment_interval_ms, window.retain_duplicates,
+                                                         window.sessions)
             else:
                 self._stores[name] = RocksDBWindowStore(name, task_dir, window.retention_ms, window.window_size_ms,
-                                                        window.segment_interval_ms, rocksdb)
+                                                        window.segment_interval_ms, rocksdb, window.retain_duplicates,
+                                                        window.sessions)
         checkpoint = self.directory.checkpoint_for(self.task)
         try:
             self._checkpointed = checkpoint.read()

@@ -82,7 +82,8 @@ def store_specs(topology: Topology, subtopology: int) -> list[StoreSpec]:
         d = topology.stores[name]
         window = None
         if d.window_size_ms is not None and d.retention_ms is not None:
-            window = WindowSpec(retention_ms=d.retention_ms, window_size_ms=d.window_size_ms)
+            window = WindowSpec(retention_ms=d.retention_ms, window_size_ms=d.window_size_ms,
+                                retain_duplicates=d.retain_duplicates, sessions=d.sessions)
         specs.append(StoreSpec(name, window, d.in_memory))
     specs.append(StoreSpec(batch_record.store_name(subtopology)))
     return specs

@@ -27,10 +27,14 @@ from streams_rt.kafka.partitioner import partition_for
 from streams_rt.protocol import TaskId, TopicPartition
 from streams_rt.state.stores import InMemoryKeyValueStore, InMemoryWindowStore, KeyValueStore, StateStore
 from streams_rt.state.stores.typed import TypedKeyValueStore, TypedWindowStore
+from streams_rt.tasks.execution.emit import KAFKA_EMIT_INTERVALS, EmitIntervals
 from streams_rt.tasks.execution.runner import DeserializationHandler, SubtopologyRunner
+from streams_rt.tasks.execution.suppress import buffer_summary
 from streams_rt.topology import Serde, Topology
+from streams_rt.topology.joins import LeftOrRightListSerde, OuterJoinKeySerde
 from streams_rt.topology.nodes import SinkNode, SourceNode
 from streams_rt.topology.serdes import TimestampedSerde
+from streams_rt.topology.suppress import SuppressBufferSerde
 
 
 @dataclass(frozen=True)
@@ -55,9 +59,12 @@ class TopologyTestDriver:
         deserialization_handler: DeserializationHandler = DeserializationHandler.FAIL,
         default_partitions: int = 1,
         columnar: bool = True,
+        emit_intervals: EmitIntervals = KAFKA_EMIT_INTERVALS,
     ) -> None:
         """`partitions` gives source topics' partition counts (others: `default_partitions`).
-        Caching is off by default, so every update is visible downstream, as Kafka's driver."""
+        Caching is off by default, so every update is visible downstream, as Kafka's driver.
+        `emit_intervals`: the wall-clock throttles of operators that wait for windows to close
+        (execution/emit.py; Kafka's defaults, 1 s of the driver's clock)."""
         self.topology = topology
         counts = {t: (partitions or {}).get(t, default_partitions) for t in topology.external_source_topics()}
         self.layout = topology.layout(application_id, counts)
@@ -76,7 +83,7 @@ class TopologyTestDriver:
             self._runners[task] = SubtopologyRunner(
                 topology, sub, task, application_id, stores, self._send,
                 cache_max_bytes=cache_max_bytes, deserialization_handler=deserialization_handler,
-                wall_clock=lambda: self.wall_clock_ms, columnar=columnar,
+                wall_clock=lambda: self.wall_clock_ms, columnar=columnar, emit_intervals=emit_intervals,
             )
 
     # -- input -----------------------------------------------------------------------------------
@@ -207,8 +214,11 @@ class TopologyTestDriver:
 
     def store_rows(self, name: str) -> list[tuple[Any, ...]]:
         """Every entry of a store across its tasks, deserialized: (key, value, timestamp) of a
-        key-value store, (key, window start, window end, value, timestamp) of a window store. The
-        timestamp is None where the store keeps none (a processor's plain key-value store)."""
+        key-value store, (key, window start, window end, value, timestamp) of a window store (one
+        per record for a join's), (key, session start, session end, value, None) of a session store,
+        (key, "left" or "right", value, timestamp) per record a left/outer join holds, ("records", n)
+        and ("min_time", t) of a suppress buffer holding n updates. The timestamp
+        is None where the store keeps none (a processor's plain key-value store)."""
         definition = self.topology.stores[name]
         keys, stored = definition.key_serde, definition.stored_value_serde
 
@@ -221,7 +231,21 @@ class TopologyTestDriver:
 
         rows: list[tuple[Any, ...]] = []
         for store in self._stores_named(name):
-            if isinstance(store, InMemoryWindowStore):
+            if isinstance(keys, SuppressBufferSerde):
+                assert isinstance(store, KeyValueStore)
+                rows += buffer_summary(store)
+            elif isinstance(keys, OuterJoinKeySerde):
+                assert isinstance(store, KeyValueStore) and isinstance(stored, LeftOrRightListSerde)
+                for key, value in store.all():
+                    held = keys.deserialize(key)
+                    assert held is not None
+                    rows += [(held[2], "left" if is_left else "right", v, held[0])
+                             for is_left, v in stored.deserialize(value) or []]
+            elif definition.sessions:
+                assert isinstance(store, InMemoryWindowStore)
+                rows += [(keys.deserialize(key), int.from_bytes(start, "big"), end, *value_and_time(value))
+                         for key, end, start, value in store.fetch_all_entries()]
+            elif isinstance(store, InMemoryWindowStore):
                 size = definition.window_size_ms
                 assert size is not None
                 rows += [(keys.deserialize(key), start, start + size, *value_and_time(value))
@@ -248,7 +272,8 @@ def _memory_store(topology: Topology, name: str) -> StateStore:
     store: StateStore
     if definition.windowed:
         assert definition.window_size_ms is not None and definition.retention_ms is not None
-        store = InMemoryWindowStore(name, definition.retention_ms, definition.window_size_ms)
+        store = InMemoryWindowStore(name, definition.retention_ms, definition.window_size_ms,
+                                    retain_duplicates=definition.retain_duplicates, sessions=definition.sessions)
     else:
         store = InMemoryKeyValueStore(name)
     store.open()

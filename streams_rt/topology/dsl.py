@@ -7,7 +7,7 @@ ValueMapper only the value). Node names follow Kafka's: `KSTREAM-FILTER-00000000
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, overload
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from streams_rt.topology.aggregators import Builtin
 from streams_rt.topology.columns import Field, MapBatches, Split, Value, Words
 from streams_rt.topology.errors import TopologyError
+from streams_rt.topology.joins import JoinKind, JoinWindowPut, JoinWindows, join_sides, plan_join
 from streams_rt.topology.nodes import (
     Aggregate,
     Branch,
@@ -38,8 +39,10 @@ from streams_rt.topology.nodes import (
 from streams_rt.topology.processor import ProcessorSupplier
 from streams_rt.topology.serdes import Serde, Serdes
 from streams_rt.topology.stores import StoreDefinition, check_name
+from streams_rt.topology.suppress import Suppress, SuppressBufferSerde, Suppressed
 from streams_rt.topology.topology import Topology
-from streams_rt.topology.windows import TimeWindows, WindowedSerde
+from streams_rt.topology.windowed import SessionWindowedStream, SlidingWindowedStream
+from streams_rt.topology.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows, WindowedSerde
 
 
 class StreamsBuilder:
@@ -221,18 +224,68 @@ class KStream:
         return KGroupedStream(keyed, key_serde or self.key_serde, value_serde or self.value_serde, True, name,
                               combine)
 
-    def join(self, table: KTable, joiner: Callable[[Any, Any], Any], value_serde: Serde[Any] | None = None,
-             name: str | None = None) -> KStream:
-        """Inner stream-table join: joiner(stream value, table value) for records whose key the table has."""
-        return self._join(table, joiner, False, value_serde, name)
+    def join(self, other: KTable | KStream, joiner: Callable[[Any, Any], Any],
+             value_serde: Serde[Any] | JoinWindows | None = None, name: str | None = None, *,
+             windows: JoinWindows | None = None, store_name: str | None = None) -> KStream:
+        """Inner join. With a table: joiner(stream value, table value) for records whose key the
+        table has. With a stream: joiner(this value, other value) for every pair of records of one
+        key within `windows` (JoinWindows, which may also come third, as in Kafka); `name` and
+        `store_name` are StreamJoined's (see streams_rt.topology.joins)."""
+        if isinstance(other, KStream):
+            return self._stream_join(other, joiner, JoinKind.INNER, value_serde, windows, name, store_name)
+        return self._join(other, joiner, False, value_serde, name)
 
-    def left_join(self, table: KTable, joiner: Callable[[Any, Any], Any], value_serde: Serde[Any] | None = None,
-                  name: str | None = None) -> KStream:
-        """Left stream-table join: records without a table value are joined with None."""
-        return self._join(table, joiner, True, value_serde, name)
+    def left_join(self, other: KTable | KStream, joiner: Callable[[Any, Any], Any],
+                  value_serde: Serde[Any] | JoinWindows | None = None, name: str | None = None, *,
+                  windows: JoinWindows | None = None, store_name: str | None = None) -> KStream:
+        """Left join. With a table: records without a table value are joined with None. With a
+        stream: as `join`, and a record that found no partner is joined with None once its window
+        has closed."""
+        if isinstance(other, KStream):
+            return self._stream_join(other, joiner, JoinKind.LEFT, value_serde, windows, name, store_name)
+        return self._join(other, joiner, True, value_serde, name)
 
-    def _join(self, table: KTable, joiner: Callable[[Any, Any], Any], left: bool, value_serde: Serde[Any] | None,
-              name: str | None) -> KStream:
+    def outer_join(self, other: KStream, joiner: Callable[[Any, Any], Any],
+                   value_serde: Serde[Any] | JoinWindows | None = None, name: str | None = None, *,
+                   windows: JoinWindows | None = None, store_name: str | None = None) -> KStream:
+        """Outer stream-stream join: as `left_join`, for records of either side (joiner(None,
+        other value) for the other side's)."""
+        return self._stream_join(other, joiner, JoinKind.OUTER, value_serde, windows, name, store_name)
+
+    def _stream_join(self, other: KStream, joiner: Callable[[Any, Any], Any], kind: JoinKind,
+                     value_serde: Serde[Any] | JoinWindows | None, windows: JoinWindows | None, name: str | None,
+                     store_name: str | None) -> KStream:
+        if isinstance(value_serde, JoinWindows):
+            windows, value_serde = value_serde, None
+        what = name or f"{kind.value} join"
+        if windows is None:
+            raise TopologyError(what, "a stream-stream join needs JoinWindows (windows=...)")
+        if other._b is not self._b:
+            raise TopologyError(what, "cannot join streams of different builders")
+        if self.key_changed or other.key_changed:
+            raise TopologyError(what, "a stream's key may have changed since its source: call repartition(name) "
+                                      "on it before the join")
+        b = self._b
+        plan = plan_join(b._name, kind, windows, self.key_serde, self.value_serde, other.value_serde, name, store_name)
+        for store in plan.stores:
+            b.add_state_store(store)
+        left_op, right_op = join_sides(plan, kind, joiner, windows, self.key_serde, self.value_serde,
+                                       other.value_serde)
+        this_windowed = b._processor(self.node, "", JoinWindowPut(plan.this_store), (plan.this_store,),
+                                     name=plan.this_windowed)
+        other_windowed = b._processor(other.node, "", JoinWindowPut(plan.other_store), (plan.other_store,),
+                                      name=plan.other_windowed)
+        outer = (plan.outer_store,) if plan.outer_store else ()
+        this_join = b._processor(this_windowed, "", left_op, (plan.other_store, *outer), name=plan.this_join)
+        other_join = b._processor(other_windowed, "", right_op, (plan.this_store, *outer), name=plan.other_join)
+        merge = b._processor([this_join, other_join], "", Passthrough(), name=plan.merge)
+        b._copartitioned.append(frozenset({*_source_names(self.node), *_source_names(other.node)}))
+        return KStream(b, merge, self.key_serde, value_serde or self.value_serde)
+
+    def _join(self, table: KTable, joiner: Callable[[Any, Any], Any], left: bool,
+              value_serde: Serde[Any] | JoinWindows | None, name: str | None) -> KStream:
+        if isinstance(value_serde, JoinWindows):
+            raise TopologyError(name or "join", "a stream-table join takes no JoinWindows")
         if self.key_changed:
             raise TopologyError(name or "join", "the stream's key may have changed since its source: call "
                                                 "repartition(name) before joining it with a table")
@@ -371,7 +424,22 @@ class KGroupedStream:
         node = b._processor(parent, "KSTREAM-AGGREGATE", op, (name,))
         return KTable(b, node, name, self.key_serde, values)
 
-    def windowed_by(self, windows: TimeWindows) -> TimeWindowedStream:
+    @overload
+    def windowed_by(self, windows: TimeWindows) -> TimeWindowedStream: ...
+
+    @overload
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedStream: ...
+
+    @overload
+    def windowed_by(self, windows: SlidingWindows) -> SlidingWindowedStream: ...
+
+    def windowed_by(self, windows: TimeWindows | SessionWindows | SlidingWindows
+                    ) -> TimeWindowedStream | SessionWindowedStream | SlidingWindowedStream:
+        """Aggregations per window: time (tumbling, hopping), session or sliding windows."""
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedStream(self, windows)
+        if isinstance(windows, SlidingWindows):
+            return SlidingWindowedStream(self, windows)
         return TimeWindowedStream(self, windows)
 
 
@@ -396,6 +464,12 @@ class TimeWindowedStream:
 
     def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
         self._grouped, self.windows = grouped, windows
+        self._emit = EmitStrategy.ON_WINDOW_UPDATE
+
+    def emit_strategy(self, strategy: EmitStrategy) -> TimeWindowedStream:
+        """Every update of a window (default) or its final result once it closes (KIP-825)."""
+        self._emit = strategy
+        return self
 
     def count(self, store: str | None = None, retention_ms: int | None = None, in_memory: bool = False) -> KTable:
         """Records per key and window (a null value counts, as in Kafka), run on whole batches."""
@@ -442,18 +516,44 @@ class TimeWindowedStream:
         b.add_state_store(StoreDefinition(name, g.key_serde, values, window_size_ms=w.size_ms,
                                           retention_ms=retention, in_memory=in_memory, timestamped=True))
         parent, _ = g._input(name)
-        op = Aggregate(name, initializer, aggregator, w, builtin=builtin)
+        op = Aggregate(name, initializer, aggregator, w, builtin=builtin,
+                       emit_final=self._emit is EmitStrategy.ON_WINDOW_CLOSE)
         node = b._processor(parent, "KSTREAM-AGGREGATE", op, (name,))
-        return KTable(b, node, name, WindowedSerde(g.key_serde, w.size_ms), values)
+        table = KTable(b, node, name, WindowedSerde(g.key_serde, w.size_ms), values)
+        table.window_close_ms = w.grace_ms
+        return table
 
 
 class KTable:
     """A changelog stream: the latest value per key, kept in `store` (queryable)."""
 
+    # A windowed aggregation's table: how long after a window's end it closes (its grace; for
+    # sessions, the gap plus grace), which `suppress(until_window_closes)` waits for. None otherwise.
+    window_close_ms: int | None = None
+
     def __init__(self, builder: StreamsBuilder, node: Node, store: str, key_serde: Serde[Any],
                  value_serde: Serde[Any]) -> None:
         self._b, self.node, self.store = builder, node, store
         self.key_serde, self.value_serde = key_serde, value_serde
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """The table's updates held back (Kafka's KTable#suppress): until each window closes (a
+        windowed aggregation's table only) or for a time limit; see topology/suppress.py. The
+        result reads its values from this table's store (Kafka's view also looks in the buffer)."""
+        b = self._b
+        what = suppressed.name or "suppress"
+        if suppressed.final_results and self.window_close_ms is None:
+            raise TopologyError(what, "until_window_closes needs the table of a windowed aggregation "
+                                      "(windowed_by(...).count/reduce/aggregate) directly before it")
+        node_name = suppressed.name or b._name("KTABLE-SUPPRESS")
+        store = f"{suppressed.name}-store" if suppressed.name else b._name("KTABLE-SUPPRESS-STATE-STORE")
+        buffer = SuppressBufferSerde()
+        b.add_state_store(StoreDefinition(store, buffer, buffer, queryable=False))
+        op = Suppress(store, suppressed.final_results,
+                      (self.window_close_ms or 0) if suppressed.final_results else suppressed.time_limit_ms,
+                      suppressed.buffer, self.key_serde, self.value_serde)
+        node = b._processor(self.node, "KTABLE-SUPPRESS", op, (store,), name=node_name)
+        return KTable(b, node, self.store, self.key_serde, self.value_serde)
 
     def to_stream(self, name: str | None = None) -> KStream:
         """Every update of the table as a record (key, new value)."""

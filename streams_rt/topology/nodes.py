@@ -11,8 +11,11 @@ import pyarrow.compute as pc
 
 from streams_rt.topology.aggregators import Builtin
 from streams_rt.topology.columns import Field, MapBatches, Split, Value, Words
+from streams_rt.topology.joins import JoinWindowPut, StreamStreamJoin
 from streams_rt.topology.processor import ProcessorSupplier
 from streams_rt.topology.serdes import Serde
+from streams_rt.topology.suppress import Suppress
+from streams_rt.topology.windowed import SessionAggregate, SlidingAggregate
 from streams_rt.topology.windows import TimeWindows
 
 
@@ -113,6 +116,7 @@ class Aggregate:
     windows: TimeWindows | None = None
     builtin: Builtin | None = None
     partials_in: bool = False
+    emit_final: bool = False  # windowed: each window's result once, when it closes (KIP-825)
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,8 @@ class Process:
 
 Operation = (
     Filter | Map | MapValues | FlatMap | FlatMapValues | SelectKey | Peek | Branch | Passthrough | Aggregate
-    | TableSource | Join | Process | MapBatches
+    | TableSource | Join | Process | MapBatches | JoinWindowPut | StreamStreamJoin | SessionAggregate
+    | SlidingAggregate | Suppress
 )
 
 

@@ -18,7 +18,9 @@ class StoreDefinition:
     the store in memory (restored from its changelog on every open) instead of RocksDB.
     `timestamped`: each value is kept with its timestamp (Kafka's timestamped stores, which the DSL's
     tables and aggregations use); the bytes in the store and its changelog are then those of
-    `stored_value_serde`."""
+    `stored_value_serde`. `retain_duplicates`: a window store keeping every put (a stream-stream
+    join's); `sessions`: a session store (window size 0: its time is each session's end).
+    `queryable`: interactive queries may read it (an operator's internal bookkeeping is not)."""
 
     name: str
     key_serde: Serde[Any]
@@ -27,6 +29,9 @@ class StoreDefinition:
     retention_ms: int | None = None
     in_memory: bool = False
     timestamped: bool = False
+    retain_duplicates: bool = False
+    sessions: bool = False
+    queryable: bool = True
 
     def __post_init__(self) -> None:
         check_name(self.name, "store")
@@ -36,7 +41,15 @@ class StoreDefinition:
 
     @property
     def windowed(self) -> bool:
+        """Kept in a window store (a session store is one too, by session end)."""
         return self.window_size_ms is not None
+
+    @property
+    def kind(self) -> str:
+        """"key_value", "window" or "session"."""
+        if self.sessions:
+            return "session"
+        return "window" if self.windowed else "key_value"
 
     @property
     def stored_value_serde(self) -> Serde[Any]:

@@ -688,6 +688,42 @@ def test_standbys_are_planned_around_where_the_moving_actives_end_up() -> None:
         assert any(t in first.clients[pid].standby for pid in (B, C))
 
 
+def test_while_stateful_tasks_wait_for_warm_ups_the_stateless_ones_even_out_the_threads_at_once() -> None:
+    """A runs six stateful tasks and B six stateless ones of one subtopology; C joins with no state.
+    Four stateful tasks move to B and C once warmed up, meanwhile A runs them. This round the
+    stateless tasks fill up the least loaded clients whatever their subtopology shares (they move at
+    no cost): B and C run three each, A none, the threads three apart instead of six (A eight, B and
+    C their two each)."""
+    stateful = [TaskId(0, p) for p in range(6)]
+    stateless = [TaskId(1, p) for p in range(6)]
+    end = {t: 100_000 for t in stateful}
+    configs = AssignmentConfigs(num_standby_replicas=1, max_warmup_replicas=4)
+    states = [running(A, stateful), running(B, stateless), ClientState(C)]
+    first = assign([*stateful, *stateless], states, end, configs, EAGER, 0, stateless=stateless)
+    assert first.clients[A].active == set(stateful) and first.probing_rebalance_at_ms is not None
+    assert [len(first.clients[pid].active) for pid in (B, C)] == [3, 3]
+
+
+def test_a_task_goes_to_the_holder_that_warmed_up_for_it_when_another_could_take_its_room() -> None:
+    """A runs six tasks, B and C take two each once warmed up; round one planned B for 0_2 and 0_4, C
+    for 0_3 and 0_5, and each holds a replica of its two (some in the slot of a standby). B holds
+    caught-up replicas of 0_3 as well, C of 0_2. Taken in fill order, 0_2 and 0_3 both went to B (the
+    first caught-up holder with room) and 0_4 to C, which had to warm up for it again; as many tasks as
+    the room allows go to caught-up holders, so all four move now and nothing waits."""
+    tasks = [TaskId(0, p) for p in range(6)]
+    end = {t: 100_000 for t in tasks}
+    configs = AssignmentConfigs(num_standby_replicas=1, max_warmup_replicas=4)
+    held = {B: [0, 2, 3, 4], C: [1, 2, 3, 5]}
+    states = [running(A, tasks)] + [
+        ClientState(pid, owned_standby=frozenset(tasks[p] for p in ps),
+                    task_offset_sums={tasks[p]: end[tasks[p]] for p in ps})
+        for pid, ps in held.items()
+    ]
+    r = assign(tasks, states, end, configs, EAGER, 0)
+    assert [len(r.clients[pid].active) for pid in (A, B, C)] == [2, 2, 2]
+    assert r.probing_rebalance_at_ms is None, "every move went to a caught-up client"
+
+
 def test_stateless_tasks_go_around_the_standbys_among_equally_loaded_clients() -> None:
     """A runs the stateful task, B holds its caught-up standby; six stateless tasks on four equal
     clients: two of B, C and D run a second one. Given to B (first by process id), B would run two

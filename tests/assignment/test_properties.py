@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import uuid
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from streams_rt.assignment import AssignmentConfigs, ClientState, RebalanceProtocol, assign
@@ -69,8 +69,22 @@ def groups(draw: st.DrawFn) -> Group:
     return tasks, clients, end, configs, protocol, stateless
 
 
+def _one_standby_zone_short() -> Group:
+    """Two standbys over two zones, capacities that differ: clients (capacity, zone) 1b 2a 3a 3a 3b 1a 1a 1a,
+    nothing owned, the first of four tasks stateless. The standby shares let the three-thread clients pass
+    the ceils of their shares to keep the one-thread clients free, but zone b's one-thread client must
+    hold a replica anyway: the standbys are no more even for it, and a three-thread client ended with 3
+    tasks against a ceil of 2 while three one-thread clients held none."""
+    tasks = [TaskId(0, p) for p in range(4)]
+    shape = [(1, "b"), (2, "a"), (3, "a"), (3, "a"), (3, "b"), (1, "a"), (1, "a"), (1, "a")]
+    clients = [ClientState(uuid.UUID(int=i), cap, tags={"zone": zone}) for i, (cap, zone) in enumerate(shape)]
+    configs = AssignmentConfigs(num_standby_replicas=2, rack_aware_assignment_tags=("zone",))
+    return tasks, clients, {t: 0 for t in tasks[1:]}, configs, RebalanceProtocol.EAGER, {tasks[0]}
+
+
 @SETTINGS
 @given(groups(), st.randoms(use_true_random=False))
+@example(_one_standby_zone_short(), random.Random(0))
 def test_every_round_satisfies_invariants_and_is_order_independent(group: Group, rnd: random.Random) -> None:
     tasks, clients, end, configs, protocol, stateless = group
     result = assign(tasks, clients, end, configs, protocol, 1_000, stateless=stateless)

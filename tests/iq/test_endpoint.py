@@ -34,7 +34,7 @@ from streams_rt.rpc.auth import SECRET_ENV, SharedSecret
 from streams_rt.rpc.http_auth import bearer_headers
 from streams_rt.runtime.batch_loop import BatchLoop
 from streams_rt.runtime.local import LocalApplication
-from tests.iq.topologies import references
+from tests.iq.topologies import references, session_references
 from tests.tasks.test_host import FAST, drain
 
 pytestmark = pytest.mark.broker
@@ -194,6 +194,18 @@ def test_window_fetches_match_the_reference(running: Running) -> None:
             assert [(w["start"], w["value"]) for w in narrow.value] == [m for m in mine if 120_000 <= m[0] < 300_000]
 
 
+def test_session_fetches_match_the_reference(running: Running) -> None:
+    """A session store's /windows: the key's sessions (start, end, count) overlapping [from, to]."""
+    sessions = session_references(running.views)
+    with Client(running.url()) as client:
+        for page in PAGES[:6] + PAGES[-2:]:
+            answer = client.windows("page-sessions", page)
+            assert [(w["start"], w["end"], w["value"]) for w in answer.value] == sessions[page]
+            narrow = client.windows("page-sessions", page, 120_000, 299_999)
+            assert [(w["start"], w["end"], w["value"]) for w in narrow.value] == [
+                s for s in sessions[page] if s[1] >= 120_000 and s[0] <= 299_999]
+
+
 def test_metadata_names_every_host_its_tasks_and_the_generation(running: Running) -> None:
     meta = metadata(running)
     assert meta["generation"] >= 1 and len(meta["hosts"]) == 2
@@ -204,7 +216,7 @@ def test_metadata_names_every_host_its_tasks_and_the_generation(running: Running
         assert set(host["standby_tasks"]).isdisjoint(host["active_tasks"])
         assert all(p["partition"] in range(3) for p in host["active_partitions"] + host["standby_partitions"])
     assert sorted(t for h in meta["hosts"] for t in h["standby_tasks"]) == sorted(actives)
-    assert {s["name"] for s in meta["stores"]} == {"page-counts", "page-windows", "by-length"}
+    assert {s["name"] for s in meta["stores"]} == {"page-counts", "page-windows", "page-sessions", "by-length"}
     for page in PAGES[:5]:
         body = running.get(f"{running.url(1)}/v1/metadata/page-counts/keys/{page.lstrip('/')}").json()
         partition = partition_for(page.lstrip("/").encode(), 3)
@@ -214,6 +226,7 @@ def test_metadata_names_every_host_its_tasks_and_the_generation(running: Running
     stores = running.get(f"{running.url()}/v1/stores").json()["stores"]
     by_name = {s["name"]: s for s in stores}
     assert by_name["page-windows"]["kind"] == "window" and by_name["by-length"]["key_serde"] == "int64"
+    assert by_name["page-sessions"]["kind"] == "session"
 
 
 def test_a_standby_answers_within_max_lag_and_is_marked_so(running: Running) -> None:

@@ -17,8 +17,10 @@ from streams_rt.iq.routing import GroupView, store_catalog
 from streams_rt.kafka.jvm import REPO_ROOT, compile_java, find_java
 from streams_rt.kafka.partitioner import murmur2, partition_for
 from streams_rt.protocol import HostInfo, TaskId, TopicPartition
-from streams_rt.topology import Serdes
+from streams_rt.topology import Serdes, StreamsBuilder
+from streams_rt.topology.joins import JoinWindows
 from streams_rt.topology.serdes import Serde
+from streams_rt.topology.windows import SessionWindows
 from tests.iq.topologies import page_views
 
 
@@ -75,7 +77,8 @@ def test_the_group_view_names_each_tasks_active_and_standby_hosts() -> None:
     layout = topology.layout("app", {"iq-views-t": 3})
     catalog = store_catalog(topology, layout)
     assert {n: (s.subtopology, s.partitions, s.windowed) for n, s in catalog.items()} == {
-        "by-length": (1, 3, False), "page-counts": (0, 3, False), "page-windows": (0, 3, True)}
+        "by-length": (1, 3, False), "page-counts": (0, 3, False), "page-sessions": (0, 3, True),
+        "page-windows": (0, 3, True)}
     a, b = HostInfo("h", 1), HostInfo("h", 2)
     view = GroupView(layout, 4,
                      {a: (TopicPartition("iq-views-t", 0), TopicPartition("app-lengths-repartition", 1)),
@@ -88,3 +91,17 @@ def test_the_group_view_names_each_tasks_active_and_standby_hosts() -> None:
     assert described["generation"] == 4
     assert [h["active_tasks"] for h in described["hosts"]] == [["0_0", "1_1"], ["0_1"]]
     assert catalog["page-counts"].task_for(b"/x") == TaskId(0, partition_for(b"/x", 3))
+
+
+def test_session_stores_are_listed_as_such_and_a_joins_held_records_are_not_queryable() -> None:
+    s = Serdes.string()
+    b = StreamsBuilder()
+    clicks, views = b.stream("clicks", s, s), b.stream("views", s, s)
+    clicks.group_by_key().windowed_by(SessionWindows(5)).count("sessions")
+    clicks.left_join(views, lambda c, v: f"{c}/{v}", JoinWindows.of_time_difference_with_no_grace(10),
+                     store_name="joined").to("out")
+    topology = b.build()
+    catalog = store_catalog(topology, topology.layout("app", {"clicks": 2, "views": 2}))
+    assert {n: s.kind for n, s in catalog.items()} == {
+        "joined-this-join-store": "window", "joined-outer-other-join-store": "window", "sessions": "session"}
+    assert catalog["sessions"].describe()["kind"] == "session"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from streams_rt.kafka.jvm import REPO_ROOT
+from streams_rt.tasks.execution.emit import EmitIntervals
 from streams_rt.tasks.testing import TopologyTestDriver
 from tests.kstreams_oracle.topologies import REFERENCES
 from tests.protocol.harness import JavaHarnessError, KafkaJava
@@ -39,7 +40,8 @@ class KafkaStreamsOracle:
         return list(self._java.ok("topologies")["names"])
 
     def run(self, topology: str, events: list[Event], caching: bool = False) -> Result:
-        answer = self._java.call("run", topology=topology, caching=caching, events=[list(e) for e in events])
+        answer = self._java.call("run", topology=topology, caching=caching, events=[list(e) for e in events],
+                                 properties=REFERENCES[topology].properties)
         if not answer["ok"]:
             if "harness" in answer["error"]:
                 raise JavaHarnessError(answer["error"])
@@ -55,7 +57,8 @@ class KafkaStreamsOracle:
 def run_ours(topology: str, events: list[Event], caching: bool = False) -> Result:
     """The same scenario through streams_rt's TopologyTestDriver (one partition per topic, as Kafka's)."""
     reference = REFERENCES[topology]
-    driver = TopologyTestDriver(reference.build(), cache_max_bytes=10 << 20 if caching else 0)
+    driver = TopologyTestDriver(reference.build(), cache_max_bytes=10 << 20 if caching else 0,
+                                emit_intervals=EmitIntervals.from_properties(reference.properties))
     try:
         for event in events:
             if event[0] == "record":

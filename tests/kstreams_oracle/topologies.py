@@ -7,9 +7,10 @@ User functions mirror their Java twins exactly, nulls included (`None` where Jav
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from streams_rt.tasks.execution.emit import OUTER_JOIN_EMIT_INTERVAL, WINDOWED_AGGREGATION_EMIT_INTERVAL
 from streams_rt.topology import (
     BaseProcessor,
     PunctuationType,
@@ -20,7 +21,15 @@ from streams_rt.topology import (
     StreamsBuilder,
     Topology,
 )
-from streams_rt.topology.windows import HoppingWindows, TumblingWindows
+from streams_rt.topology.joins import JoinWindows
+from streams_rt.topology.suppress import BufferConfig, Suppressed
+from streams_rt.topology.windows import (
+    EmitStrategy,
+    HoppingWindows,
+    SessionWindows,
+    SlidingWindows,
+    TumblingWindows,
+)
 
 S, L = Serdes.string(), Serdes.int64()
 
@@ -32,11 +41,13 @@ def j(text: str | None) -> str:
 
 @dataclass(frozen=True)
 class Reference:
-    """A topology and the serdes of the topics scenarios write (inputs) and read (outputs)."""
+    """A topology and the serdes of the topics scenarios write (inputs) and read (outputs), and
+    properties both drivers get (Kafka's names)."""
 
     build: Callable[[], Topology]
     inputs: dict[str, tuple[Serde[Any], Serde[Any]]]
     outputs: dict[str, tuple[Serde[Any], Serde[Any]]]
+    properties: dict[str, Any] = field(default_factory=dict)
 
 
 def _strings(*topics: str) -> dict[str, tuple[Serde[Any], Serde[Any]]]:
@@ -122,6 +133,80 @@ def _windowed_reduce_hopping() -> Topology:
     return b.build()
 
 
+def _session_key(windowed: Any, value: Any) -> tuple[str, Any]:
+    return f"{windowed.key}@{windowed.start}-{windowed.end}", value
+
+
+def _session_windows() -> Topology:
+    b = StreamsBuilder()
+    grouped = b.stream("input", S, S).group_by_key()
+    (grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 3)).count("scounts")
+     .to_stream().map(_session_key, S, L).to("out-count"))
+    (grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(4))
+     .aggregate(lambda: "", lambda k, v, agg: agg + ("~" if v is None else v), lambda k, a, c: a + "|" + c, "saggs")
+     .to_stream().map(_session_key, S, S).to("out-agg"))
+    return b.build()
+
+
+def _session_reduce_on_close() -> Topology:
+    b = StreamsBuilder()
+    (b.stream("input", S, S).group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(6, 2))
+     .emit_strategy(EmitStrategy.on_window_close())
+     .reduce(lambda agg, v: j(agg) + j(v), "sreduced", retention_ms=30).to_stream().map(_session_key, S, S).to("out"))
+    return b.build()
+
+
+def _sliding_windows() -> Topology:
+    b = StreamsBuilder()
+    grouped = b.stream("input", S, S).group_by_key()
+    (grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(5, 3))
+     .aggregate(lambda: "", lambda k, v, agg: agg + v, "slide").to_stream().map(_session_key, S, S).to("out-agg"))
+    (grouped.windowed_by(SlidingWindows.of_time_difference_with_no_grace(12)).count("slide-counts")
+     .to_stream().map(_session_key, S, L).to("out-count"))
+    return b.build()
+
+
+def _sliding_reduce_on_close() -> Topology:
+    b = StreamsBuilder()
+    (b.stream("input", S, S).group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(4, 2))
+     .emit_strategy(EmitStrategy.on_window_close())
+     .reduce(lambda agg, v: agg + v, "slide-reduced").to_stream().map(_session_key, S, S).to("out"))
+    return b.build()
+
+
+def _windowed_count_on_close() -> Topology:
+    b = StreamsBuilder()
+    (b.stream("input", S, S).group_by_key().windowed_by(HoppingWindows(10, 5, grace_ms=2))
+     .emit_strategy(EmitStrategy.on_window_close())
+     .count("wcounts-final", retention_ms=40).to_stream().map(_window_key, S, L).to("out"))
+    return b.build()
+
+
+def _suppress_window_closes() -> Topology:
+    b = StreamsBuilder()
+    grouped = b.stream("input", S, S).group_by_key()
+    (grouped.windowed_by(TumblingWindows(10, grace_ms=2)).count("final-counts")
+     .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+     .to_stream().map(_window_key, S, L).to("out-windows"))
+    (grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 2))
+     .reduce(lambda agg, v: j(agg) + j(v), "final-sessions")
+     .suppress(Suppressed.until_window_closes(BufferConfig.of_max_records(100).shut_down_when_full(),
+                                              name="sessions-closed"))
+     .to_stream().map(_session_key, S, S).to("out-sessions"))
+    return b.build()
+
+
+def _suppress_time_limit() -> Topology:
+    b = StreamsBuilder()
+    grouped = b.stream("input", S, S).group_by_key()
+    (grouped.count("limited-counts").suppress(Suppressed.until_time_limit(7, BufferConfig.of_max_records(2)))
+     .to_stream().to("out-counts"))
+    (grouped.reduce(lambda agg, v: j(agg) + j(v), "limited-concat")
+     .suppress(Suppressed.until_time_limit(4, BufferConfig.unbounded(), name="concat-limit"))
+     .to_stream().to("out-concat"))
+    return b.build()
+
+
 def _table() -> Topology:
     b = StreamsBuilder()
     b.table("input", S, S, store="table-store").to_stream().to("out")
@@ -141,6 +226,32 @@ def _repartition_count() -> Topology:
     b = StreamsBuilder()
     (b.stream("input", S, S).select_key(lambda k, v: v).repartition("rekeyed")
      .group_by_key().count("rcounts").to_stream().to("out", S, L))
+    return b.build()
+
+
+def _joined(left: str | None, right: str | None) -> str:
+    return j(left) + "+" + j(right)
+
+
+def _stream_stream_join() -> Topology:
+    b = StreamsBuilder()
+    left, right = b.stream("input", S, S), b.stream("input-2", S, S)
+    left.join(right, _joined, JoinWindows.of_time_difference_and_grace(15, 3), name="sj", store_name="sjs").to("out")
+    return b.build()
+
+
+def _stream_stream_left_join() -> Topology:
+    b = StreamsBuilder()
+    left, right = b.stream("input", S, S), b.stream("input-2", S, S)
+    (left.left_join(right, _joined, windows=JoinWindows.of_time_difference_with_no_grace(6).before(2))
+     .map_values(lambda v: j(v) + "!").to("out"))
+    return b.build()
+
+
+def _stream_stream_outer_join() -> Topology:
+    b = StreamsBuilder()
+    left, right = b.stream("input", S, S), b.stream("input-2", S, S)
+    left.outer_join(right, _joined, JoinWindows.of_time_difference_and_grace(4, 5).after(7)).to("out")
     return b.build()
 
 
@@ -212,10 +323,34 @@ REFERENCES: dict[str, Reference] = {
     "aggregate_group_by": Reference(_aggregate_group_by, _strings("input"), _strings("out")),
     "windowed_count_tumbling": Reference(_windowed_count_tumbling, _strings("input"), {"out": (S, L)}),
     "windowed_reduce_hopping": Reference(_windowed_reduce_hopping, _strings("input"), _strings("out")),
+    "session_windows": Reference(_session_windows, _strings("input"),
+                                 {"out-count": (S, L), "out-agg": (S, S)}),
+    # Emit-on-window-close aggregations look for closed windows at most once per interval of
+    # wall-clock time: after every record, or every 10 ms of the drivers' clocks. Their stores
+    # keep windows longer than the default retention (window size, or gap, plus grace), with which
+    # an in-memory store has dropped a window by the time it closes and nothing would be emitted.
+    "session_reduce_on_close": Reference(_session_reduce_on_close, _strings("input"), _strings("out"),
+                                         {WINDOWED_AGGREGATION_EMIT_INTERVAL: 0}),
+    "sliding_windows": Reference(_sliding_windows, _strings("input"), {"out-agg": (S, S), "out-count": (S, L)}),
+    "sliding_reduce_on_close": Reference(_sliding_reduce_on_close, _strings("input"), _strings("out"),
+                                         {WINDOWED_AGGREGATION_EMIT_INTERVAL: 10}),
+    "windowed_count_on_close": Reference(_windowed_count_on_close, _strings("input"), {"out": (S, L)},
+                                         {WINDOWED_AGGREGATION_EMIT_INTERVAL: 0}),
+    "suppress_window_closes": Reference(_suppress_window_closes, _strings("input"),
+                                        {"out-windows": (S, L), "out-sessions": (S, S)}),
+    "suppress_time_limit": Reference(_suppress_time_limit, _strings("input"),
+                                     {"out-counts": (S, L), "out-concat": (S, S)}),
     "table": Reference(_table, _strings("input"), _strings("out")),
     "stream_table_join": Reference(_stream_table_join, _strings("input", "table-input"),
                                    _strings("out-inner", "out-left")),
     "repartition_count": Reference(_repartition_count, _strings("input"), {"out": (S, L)}),
+    "stream_stream_join": Reference(_stream_stream_join, _strings("input", "input-2"), _strings("out")),
+    # Left/outer joins look for closed windows at most once per interval of wall-clock time: after
+    # every record here, every 10 ms of the drivers' clocks in the outer join.
+    "stream_stream_left_join": Reference(_stream_stream_left_join, _strings("input", "input-2"), _strings("out"),
+                                         {OUTER_JOIN_EMIT_INTERVAL: 0}),
+    "stream_stream_outer_join": Reference(_stream_stream_outer_join, _strings("input", "input-2"), _strings("out"),
+                                          {OUTER_JOIN_EMIT_INTERVAL: 10}),
     "processor": Reference(_processor, _strings("input"), _strings("out")),
     "processor_routing": Reference(_processor_routing, _strings("input"), _strings("out-evens", "out-odds")),
 }

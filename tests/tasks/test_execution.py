@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streams_rt.protocol import TaskId, TopicPartition
-from streams_rt.state.stores import InMemoryWindowStore
+from streams_rt.state.stores import InMemoryKeyValueStore, InMemoryWindowStore
 from streams_rt.tasks import batch_record
+from streams_rt.tasks.execution.emit import EmitIntervals
 from streams_rt.tasks.execution.runner import (
     DeserializationFailed,
     DeserializationHandler,
@@ -26,6 +27,7 @@ from streams_rt.tasks.testing import TopologyTestDriver
 from streams_rt.topology import (
     BaseProcessor,
     HoppingWindows,
+    JoinWindows,
     Record,
     Serdes,
     Stores,
@@ -285,12 +287,56 @@ def test_an_aborted_batch_takes_back_the_stream_time_it_advanced() -> None:
     tp = TopicPartition("views", 0)
     runner.process({tp: [view(0, 100_000)]})
     committed = runner.stream_times()
-    assert list(committed.values()) == [100_000, 100_000]  # the window node's and the task's
+    assert list(committed.values()) == [100_000]  # the window node's (the task's own only with processors)
     runner.committed(committed)
     runner.process({tp: [view(1, 10_000_000)]})
-    assert list(runner.stream_times().values()) == [10_000_000, 10_000_000]
+    assert list(runner.stream_times().values()) == [10_000_000]
     runner.abort()
     assert runner.stream_times() == committed
     writes = batch_record.encode({tp: (0, 1)}, pa.RecordBatch.from_pylist([{"x": 1}]), 0, None, committed)
     last = batch_record.decode(writes.get)
     assert last is not None and last.stream_times == committed
+
+
+def test_an_aborted_batch_of_a_left_join_emits_the_held_records_it_had_emitted_again() -> None:
+    """A left join's look for closed windows in a failed batch emitted (and deleted) a held record;
+    the outer store rolls back, and the retried batch emits it again (the earliest held time the
+    failed batch left behind is never later than what the rolled-back store holds)."""
+    builder = StreamsBuilder()
+    left, right = builder.stream("left", S, S), builder.stream("right", S, S)
+    left.left_join(right, lambda a, b: f"{a}+{b}", JoinWindows.of_time_difference_with_no_grace(10),
+                   store_name="j").to("out")
+    topology = builder.build()
+    stores: dict[str, Any] = {}
+    for name, definition in topology.stores.items():
+        if definition.windowed:
+            assert definition.retention_ms is not None and definition.window_size_ms is not None
+            stores[name] = InMemoryWindowStore(name, definition.retention_ms, definition.window_size_ms,
+                                               retain_duplicates=True)
+        else:
+            stores[name] = InMemoryKeyValueStore(name)
+        stores[name].open()
+        stores[name].attach_changelog(lambda key, value: None)
+    runner = SubtopologyRunner(topology, topology.subtopologies[0], TaskId(0, 0), "app", stores,
+                               lambda topic, records: None, emit_intervals=EmitIntervals(0, 0))
+
+    def record(offset: int, key: bytes, timestamp: int) -> Message:
+        return Message(topic="left", partition=0, offset=offset, key=key, value=b"v",
+                       timestamp=(TIMESTAMP_CREATE_TIME, timestamp))
+
+    def emitted() -> list[bytes | None]:
+        return [value for out in runner.take_output() for value in out.values]
+
+    tp = TopicPartition("left", 0)
+    runner.process({tp: [record(0, b"a", 0)]})
+    assert emitted() == []  # held: its window is open
+    for store in stores.values():
+        store.commit(None)
+    runner.committed(runner.stream_times())
+    runner.process({tp: [record(1, b"b", 100)]})
+    assert emitted() == [b"v+None"]  # a's window closed
+    for store in stores.values():
+        store.rollback()
+    runner.abort()
+    runner.process({tp: [record(1, b"b", 100)]})
+    assert emitted() == [b"v+None"]

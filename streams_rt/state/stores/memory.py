@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from sortedcontainers import SortedDict
 
+from streams_rt.protocol.wire import INT64_MAX
 from streams_rt.state.errors import StoreClosedError
 from streams_rt.state.stores.kv import KeyValueStore
 from streams_rt.state.stores.window import TS_BYTES, SegmentWrite, WindowStore, window_key
@@ -95,8 +96,10 @@ class InMemoryWindowStore(_InMemory, WindowStore):
     retention drops whole segments, as the RocksDB store does."""
 
     def __init__(self, name: str, retention_ms: int, window_size_ms: int,
-                 segment_interval_ms: int | None = None) -> None:
-        WindowStore.__init__(self, name, retention_ms, window_size_ms, segment_interval_ms)
+                 segment_interval_ms: int | None = None, retain_duplicates: bool = False,
+                 sessions: bool = False) -> None:
+        WindowStore.__init__(self, name, retention_ms, window_size_ms, segment_interval_ms, retain_duplicates,
+                             sessions)
         _InMemory.__init__(self)
         self._segments: dict[int, set[bytes]] = {}
 
@@ -109,12 +112,13 @@ class InMemoryWindowStore(_InMemory, WindowStore):
     def segment_ids(self) -> list[int]:
         return sorted(s for s, members in self._segments.items() if members)
 
-    def _committed_fetch(self, key: bytes, lower: int, upper: int) -> Iterable[tuple[int, bytes]]:
+    def _committed_fetch(self, key: bytes, lower: int, upper: int) -> Iterable[tuple[bytes, bytes]]:
         data = self.data
-        width = len(key) + TS_BYTES
-        for composite in list(data.irange(window_key(key, lower), window_key(key, upper))):
+        width = len(key) + TS_BYTES + self.suffix_bytes
+        end = window_key(key, upper + 1) if upper < INT64_MAX else None
+        for composite in list(data.irange(window_key(key, lower), end, inclusive=(True, False))):
             if len(composite) == width and composite.startswith(key):
-                yield int.from_bytes(composite[-TS_BYTES:], "big"), data[composite]
+                yield composite, data[composite]
 
     def _committed_windows(self, lower: int, upper: int) -> Iterable[tuple[bytes, bytes]]:
         return list(self.data.items())

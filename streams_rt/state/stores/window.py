@@ -1,15 +1,21 @@
-"""Timestamped window stores: values per (key, window start), expired windows dropped by retention.
+"""Window stores: values per (key, time), expired entries dropped by retention. Three layouts share
+the rules: a window store (time: the window start), a window store that retains duplicates (the
+stream-stream join's: every put is kept, in put order), and a session store (time: the session end,
+the start after it, as Kafka's session key schema).
 
 Layout as Kafka's segmented window stores: time is cut into segments of `segment_interval_ms`; keys
-are `<key><window start, 8 bytes big-endian>`, so fetching a key over a time range is a range scan per
-segment, and retention drops whole segments. The changelog key is the same composite key (Kafka's
-also carries a sequence number for duplicates, which no DSL operator here needs). `WindowStore`
-holds the rules every backend shares; `RocksDBWindowStore` keeps one column family per segment.
+are `<key><time, 8 bytes big-endian><suffix>`, so fetching a key over a time range is a range scan per
+segment, and retention drops whole segments. The suffix is empty for a window store, a sequence
+number for duplicates (8 bytes, rising in put order: Kafka's is 4 bytes and restarts at 0 on every
+open, which can overwrite a restored duplicate; ours starts above any number used before), and the
+session start for a session store. The changelog key is the same composite key. `WindowStore` holds
+the rules every backend shares; `RocksDBWindowStore` keeps one column family per segment.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from abc import abstractmethod
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -24,6 +30,7 @@ from streams_rt.state.stores.rocksdb_options import DEFAULT_SETTINGS, RocksDBSet
 log = logging.getLogger(__name__)
 
 TS_BYTES = 8
+SUFFIX_BYTES = 8  # a duplicate's sequence number, or a session's start
 _SEGMENT_PREFIX = "segment-"
 
 # (composite key, value or None, segment id)
@@ -36,8 +43,17 @@ def window_key(key: bytes, window_start: int) -> bytes:
     return key + window_start.to_bytes(TS_BYTES, "big")
 
 
-def split_window_key(composite: bytes) -> tuple[bytes, int]:
-    return composite[:-TS_BYTES], int.from_bytes(composite[-TS_BYTES:], "big")
+def split_window_key(composite: bytes, suffix_bytes: int = 0) -> tuple[bytes, int]:
+    """(key, time) of a composite key whose suffix is `suffix_bytes` long."""
+    end = len(composite) - suffix_bytes
+    return composite[:end - TS_BYTES], int.from_bytes(composite[end - TS_BYTES:end], "big")
+
+
+def _sequence_seed() -> int:
+    """Where a store's duplicate sequence numbers start: microseconds since the epoch, so numbers
+    given after a restart (or a restore) lie above those given before it (a store takes far fewer
+    than a million puts a second)."""
+    return time.time_ns() // 1000
 
 
 def default_segment_interval(retention_ms: int) -> int:
@@ -46,62 +62,105 @@ def default_segment_interval(retention_ms: int) -> int:
 
 
 class WindowStore(StateStore):
-    """put at a window start; fetch one key over a time range; fetch all; retention by segment."""
+    """put at a time (a window start, or a session end); fetch one key over a time range; fetch all;
+    retention by segment. `retain_duplicates`: every put is kept (a None value is ignored, as in
+    Kafka); `sessions`: each entry also has a start (the suffix), given with the put."""
 
     def __init__(self, name: str, retention_ms: int, window_size_ms: int,
-                 segment_interval_ms: int | None = None) -> None:
+                 segment_interval_ms: int | None = None, retain_duplicates: bool = False,
+                 sessions: bool = False) -> None:
         StateStore.__init__(self, name)  # not super(): a backend's own __init__ follows in the MRO
         if retention_ms < window_size_ms:
             raise ValueError(f"retention ({retention_ms} ms) must be at least the window size ({window_size_ms} ms)")
+        if retain_duplicates and sessions:
+            raise ValueError("a session store does not retain duplicates")
         self.retention_ms = retention_ms
         self.window_size_ms = window_size_ms
         self.segment_interval_ms = segment_interval_ms or default_segment_interval(retention_ms)
-        self.stream_time = -1  # the largest window start seen; retention counts back from it
+        self.retain_duplicates, self.sessions = retain_duplicates, sessions
+        self.suffix_bytes = SUFFIX_BYTES if retain_duplicates or sessions else 0
+        self._sequence = _sequence_seed()
+        self.stream_time = -1  # the largest time put; retention counts back from it
         self.dropped_expired = 0
+
+    def _time_of(self, composite: bytes) -> int:
+        end = len(composite) - self.suffix_bytes
+        return int.from_bytes(composite[end - TS_BYTES:end], "big")
+
+    def _split(self, composite: bytes) -> tuple[bytes, int, bytes]:
+        """(key, time, suffix) of a composite key."""
+        end = len(composite) - self.suffix_bytes
+        return composite[:end - TS_BYTES], int.from_bytes(composite[end - TS_BYTES:end], "big"), composite[end:]
 
     def _lowest_live(self) -> int:
         return max(0, self.stream_time - self.retention_ms + 1)
 
     # -- reads -------------------------------------------------------------------------------
     def fetch(self, key: bytes, time_from: int, time_to: int) -> list[tuple[int, bytes]]:
-        """(window start, value) for `key` with time_from <= start <= time_to, oldest first."""
+        """(time, value) for `key` with time_from <= time <= time_to, oldest first (duplicates in put
+        order)."""
+        return [(t, value) for t, _, value in self.fetch_entries(key, time_from, time_to)]
+
+    def fetch_entries(self, key: bytes, time_from: int, time_to: int) -> list[tuple[int, bytes, bytes]]:
+        """(time, suffix, value) for `key` with time_from <= time <= time_to, by time then suffix."""
         lower = max(time_from, self._lowest_live())
         if time_to < lower:
             return []
-        found: dict[int, bytes | None] = dict(self._committed_fetch(key, lower, time_to))
-        width = len(key) + TS_BYTES
+        width = len(key) + TS_BYTES + self.suffix_bytes
+        found: dict[bytes, bytes | None] = dict(self._committed_fetch(key, lower, time_to))
         for composite, value in self._pending.items():
-            if len(composite) == width and composite.startswith(key):
-                start = int.from_bytes(composite[-TS_BYTES:], "big")
-                if lower <= start <= time_to:
-                    found[start] = value
-        return [(start, value) for start, value in sorted(found.items()) if value is not None]
+            if len(composite) == width and composite.startswith(key) and lower <= self._time_of(composite) <= time_to:
+                found[composite] = value
+        return [(t, suffix, value) for composite, value in sorted(found.items()) if value is not None
+                for _, t, suffix in (self._split(composite),)]
 
     def fetch_committed(self, key: bytes, time_from: int, time_to: int) -> list[tuple[int, bytes]]:
-        """`fetch` over committed windows only, without a batch's uncommitted writes (interactive
+        """`fetch` over committed entries only, without a batch's uncommitted writes (interactive
         queries read this)."""
+        return [(t, value) for t, _, value in self.fetch_committed_entries(key, time_from, time_to)]
+
+    def fetch_committed_entries(self, key: bytes, time_from: int, time_to: int) -> list[tuple[int, bytes, bytes]]:
+        """`fetch_entries` over committed entries only."""
         lower = max(time_from, self._lowest_live())
-        return [] if time_to < lower else list(self._committed_fetch(key, lower, time_to))
+        if time_to < lower:
+            return []
+        return [(t, suffix, value) for composite, value in self._committed_fetch(key, lower, time_to)
+                for _, t, suffix in (self._split(composite),)]
 
     def fetch_all(self, time_from: int = 0, time_to: int = INT64_MAX) -> list[tuple[bytes, int, bytes]]:
-        """(key, window start, value) for every window with time_from <= start <= time_to, ordered
-        by window start then key."""
+        """(key, time, value) for every entry with time_from <= time <= time_to, ordered by time then
+        key (then suffix)."""
+        return [(key, t, value) for key, t, _, value in self.fetch_all_entries(time_from, time_to)]
+
+    def fetch_all_entries(self, time_from: int = 0, time_to: int = INT64_MAX) -> list[tuple[bytes, int, bytes, bytes]]:
+        """(key, time, suffix, value) for every entry with time_from <= time <= time_to, ordered by
+        time, key, suffix."""
         lower = max(time_from, self._lowest_live())
         found: dict[bytes, bytes | None] = dict(self._committed_windows(lower, time_to))
         found.update(self._pending)
         rows = []
         for composite, value in found.items():
-            key, start = split_window_key(composite)
-            if value is not None and lower <= start <= time_to:
-                rows.append((key, start, value))
-        rows.sort(key=lambda row: (row[1], row[0]))
+            key, t, suffix = self._split(composite)
+            if value is not None and lower <= t <= time_to:
+                rows.append((key, t, suffix, value))
+        rows.sort(key=lambda row: (row[1], row[0], row[2]))
         return rows
 
     # -- writes ------------------------------------------------------------------------------
-    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
-        """Write the window starting at `window_start` (None deletes it). Writes to windows already
-        past retention are dropped, counted in `dropped_expired` and logged at commit (as Kafka)."""
-        composite = window_key(key, window_start)
+    def put(self, key: bytes, value: bytes | None, window_start: int, suffix: bytes = b"") -> None:
+        """Write the entry of `key` at `window_start` (None deletes it; a session store's `suffix` is
+        its start, 8 bytes big-endian; a store retaining duplicates adds one more entry and ignores
+        None). Writes to entries already past retention are dropped, counted in `dropped_expired`
+        and logged at commit (as Kafka)."""
+        if self.retain_duplicates:
+            if value is None:  # ignored, but its time counts (as Kafka's in-memory window store)
+                self.stream_time = max(self.stream_time, window_start)
+                return
+            self._sequence += 1
+            suffix = self._sequence.to_bytes(SUFFIX_BYTES, "big")
+        elif len(suffix) != self.suffix_bytes:
+            raise ValueError(f"store {self.name}: a suffix of {self.suffix_bytes} bytes is needed, got {len(suffix)}")
+        composite = window_key(key, window_start) + suffix
         if window_start < self._lowest_live():
             self.dropped_expired += 1
             return
@@ -113,7 +172,7 @@ class WindowStore(StateStore):
         interval = self.segment_interval_ms
         writes = []
         for composite, value in pending.items():
-            start = int.from_bytes(composite[-TS_BYTES:], "big")
+            start = self._time_of(composite)
             if start >= lowest:  # else expired since it was written: its segment is dropped below
                 writes.append((composite, value, start // interval))
         self._store_windows(writes, changelog_offset, logged=True)
@@ -130,7 +189,7 @@ class WindowStore(StateStore):
         newest = self.stream_time
         writes: list[SegmentWrite] = []
         for composite, value in zip(keys, values, strict=True):
-            start = int.from_bytes(composite[-TS_BYTES:], "big")
+            start = self._time_of(composite)
             newest = max(newest, start)
             segment_id = start // interval
             if (segment_id + 1) * interval > newest - retention + 1:
@@ -148,8 +207,8 @@ class WindowStore(StateStore):
         """The segments holding committed windows, oldest first."""
 
     @abstractmethod
-    def _committed_fetch(self, key: bytes, lower: int, upper: int) -> Iterable[tuple[int, bytes]]:
-        """Committed (window start, value) of `key` with lower <= start <= upper."""
+    def _committed_fetch(self, key: bytes, lower: int, upper: int) -> Iterable[tuple[bytes, bytes]]:
+        """Committed (composite key, value) of `key` with lower <= time <= upper, in key order."""
 
     @abstractmethod
     def _committed_windows(self, lower: int, upper: int) -> Iterable[tuple[bytes, bytes]]:
@@ -176,9 +235,12 @@ class RocksDBWindowStore(WindowStore, RocksDBStore):
         window_size_ms: int,
         segment_interval_ms: int | None = None,
         settings: RocksDBSettings = DEFAULT_SETTINGS,
+        retain_duplicates: bool = False,
+        sessions: bool = False,
     ) -> None:
         RocksDBStore.__init__(self, name, task_dir, settings)
-        WindowStore.__init__(self, name, retention_ms, window_size_ms, segment_interval_ms)
+        WindowStore.__init__(self, name, retention_ms, window_size_ms, segment_interval_ms, retain_duplicates,
+                             sessions)
         self._segments: dict[int, tuple[rocksdict.Rdict, rocksdict.ColumnFamily]] = {}
         self._options: rocksdict.Options | None = None
 
@@ -230,8 +292,8 @@ class RocksDBWindowStore(WindowStore, RocksDBStore):
             if (segment_id + 1) * interval > lower and segment_id * interval <= time_to
         ]
 
-    def _committed_fetch(self, key: bytes, lower: int, upper: int) -> Iterable[tuple[int, bytes]]:
-        width = len(key) + TS_BYTES
+    def _committed_fetch(self, key: bytes, lower: int, upper: int) -> Iterable[tuple[bytes, bytes]]:
+        width = len(key) + TS_BYTES + self.suffix_bytes
         end = window_key(key, upper + 1) if upper < INT64_MAX else None
         for segment_id in self._segments_overlapping(lower, upper):
             segment = self._segments.get(segment_id)
@@ -239,7 +301,7 @@ class RocksDBWindowStore(WindowStore, RocksDBStore):
                 continue
             for composite, value in self._scan(segment[0], window_key(key, lower), end):
                 if len(composite) == width and composite.startswith(key):
-                    yield int.from_bytes(composite[-TS_BYTES:], "big"), value
+                    yield composite, value
 
     def _committed_windows(self, lower: int, upper: int) -> Iterable[tuple[bytes, bytes]]:
         for segment_id in self._segments_overlapping(lower, upper):

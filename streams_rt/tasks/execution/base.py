@@ -11,7 +11,7 @@ which only happens on that failure path."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from streams_rt.tasks.execution.chunk import Chunk, Rec
@@ -68,6 +68,19 @@ class Exec:
 
     def close(self) -> None:
         """Release what the node holds (user processors are closed)."""
+
+    def saved_times(self) -> dict[str, int]:
+        """The times this node keeps across batches (its stream time, if it has seen a record), by
+        name: the runner keeps them in the task's batch record with each commit."""
+        return {self.name: self.stream_time_ms} if self.stream_time_ms >= 0 else {}
+
+    def restore_times(self, times: Mapping[str, int]) -> None:
+        """Times as `saved_times` gave them (a restart, a moved task, a failed batch)."""
+        self.stream_time_ms = times.get(self.name, -1)
+
+    def abort(self) -> None:
+        """A failed batch: drop what the node derived from the batch's records (its stores are
+        rolled back by the task)."""
 
     def _locate(self, records: list[Rec], call: Callable[[Rec], Any], cause: BaseException) -> UserCodeError:
         """The failure of a whole-chunk step, pinned to the first record the step fails on again."""

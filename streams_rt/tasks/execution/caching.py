@@ -15,8 +15,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from streams_rt.protocol.wire import INT64_MAX
 from streams_rt.state.stores import KeyValueStore, WindowStore
 from streams_rt.state.stores.typed import serialized_key
+from streams_rt.state.stores.window import TS_BYTES
 from streams_rt.topology import Serde, Serdes, Windowed
 from streams_rt.topology.serdes import TimestampedSerde
 
@@ -227,3 +229,121 @@ class PartialsCache(_Cache):
 
     def _record(self, cache_key: Any, value: Any, timestamp: int) -> Rec:
         return (cache_key, value, timestamp, -1)
+
+
+class _DirtyByKey:
+    """Which dirty entries each key has, for range reads through a cache (a key's windows or
+    sessions) without a scan of every dirty entry. It follows the cache's dict: a flush starts a new
+    one; entries dropped with a failed batch are filtered out when read."""
+
+    def __init__(self) -> None:
+        self._of: dict[Any, tuple[Any, ...]] = {}
+        self._index: dict[Any, set[Any]] = {}
+
+    def add(self, dirty: dict[Any, Any], key: Any, entry: Any) -> None:
+        if self._of is not dirty:
+            self._of, self._index = dirty, {}
+        self._index.setdefault(key, set()).add(entry)
+
+    def entries(self, dirty: dict[Any, Any], key: Any) -> list[Any]:
+        if self._of is not dirty:
+            return []
+        return [entry for entry in self._index.get(key, ()) if entry in dirty]
+
+
+class CachedWindowRanges(CachedWindows):
+    """A window store through the cache, with reads of a key's windows over a time range and of
+    every window over a range of starts (sliding windows, emit-on-window-close)."""
+
+    def __init__(self, store: WindowStore, keys: Serde[Any], values: Serde[Any], task_cache: TaskCache,
+                 forward: Forward | None = None) -> None:
+        super().__init__(store, keys, values, task_cache, forward)
+        self._by_key = _DirtyByKey()
+
+    def put(self, key: Any, window_start: int, value: Any, timestamp: int) -> None:
+        super().put(key, window_start, value, timestamp)
+        if self.dirty:
+            self._by_key.add(self.dirty, key, (key, window_start))
+
+    def fetch(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any, int]]:
+        """(window start, value, timestamp) of the key's windows starting in [time_from, time_to],
+        oldest first, cache first."""
+        found: dict[int, tuple[Any, int] | None] = {}
+        for start, data in self.store.fetch(serialized_key(self.keys, key), time_from, time_to):
+            found[start] = self._read(data)
+        for entry in self._by_key.entries(self.dirty, key):
+            if time_from <= entry[1] <= time_to:
+                hit = self.dirty[entry]
+                found[entry[1]] = None if hit[0] is None else hit
+        return [(start, hit[0], hit[1]) for start, hit in sorted(found.items()) if hit is not None]
+
+    def fetch_all(self, time_from: int, time_to: int) -> list[tuple[Any, int, Any, int]]:
+        """(key, window start, value, timestamp) of every window starting in [time_from, time_to], by
+        start then key bytes, cache first."""
+        found: dict[tuple[int, bytes], tuple[Any, Any, int] | None] = {}
+        for key_bytes, start, data in self.store.fetch_all(time_from, time_to):
+            read = self._read(data)
+            assert read is not None
+            found[(start, key_bytes)] = (self.keys.deserialize(key_bytes), *read)
+        for (key, start), (value, timestamp) in self.dirty.items():
+            if time_from <= start <= time_to:
+                found[(start, serialized_key(self.keys, key))] = None if value is None else (key, value, timestamp)
+        return [(hit[0], start, hit[1], hit[2]) for (start, _), hit in sorted(found.items()) if hit is not None]
+
+
+class CachedSessions(_Cache):
+    """A session store (streams_rt.state.stores.window: time is the session's end, the start its
+    suffix) seen through its serdes and the task's cache; entries are keyed by (key, end, start) and
+    forwarded with a `Windowed` key, stamped with the session's end."""
+
+    def __init__(self, store: WindowStore, keys: Serde[Any], values: Serde[Any], task_cache: TaskCache,
+                 forward: Forward | None = None) -> None:
+        super().__init__(task_cache, forward, values)
+        self.store, self.keys = store, keys
+        self._by_key = _DirtyByKey()
+
+    def find(self, key: Any, earliest_end: int, latest_start: int) -> list[tuple[int, int, Any]]:
+        """(start, end, value) of the key's sessions ending at or after `earliest_end` and starting
+        at or before `latest_start`, by end, cache first (Kafka's findSessions)."""
+        found: dict[tuple[int, int], Any] = {}
+        for end, suffix, data in self.store.fetch_entries(serialized_key(self.keys, key), earliest_end, INT64_MAX):
+            start = int.from_bytes(suffix, "big")
+            if start <= latest_start:
+                found[(end, start)] = self.values.deserialize(data)
+        for entry in self._by_key.entries(self.dirty, key):
+            _, end, start = entry
+            if end >= earliest_end and start <= latest_start:
+                found[(end, start)] = self.dirty[entry][0]
+        return [(start, end, value) for (end, start), value in sorted(found.items()) if value is not None]
+
+    def find_ending(self, earliest_end: int, latest_end: int) -> list[tuple[Any, int, int, Any]]:
+        """(key, start, end, value) of every session ending in [earliest_end, latest_end], by end,
+        key bytes and start, cache first."""
+        found: dict[tuple[int, bytes, int], tuple[Any, Any] | None] = {}
+        for key_bytes, end, suffix, data in self.store.fetch_all_entries(earliest_end, latest_end):
+            found[(end, key_bytes, int.from_bytes(suffix, "big"))] = (self.keys.deserialize(key_bytes),
+                                                                       self.values.deserialize(data))
+        for (key, end, start), (value, _) in self.dirty.items():
+            if earliest_end <= end <= latest_end:
+                found[(end, serialized_key(self.keys, key), start)] = None if value is None else (key, value)
+        return [(hit[0], start, end, hit[1]) for (end, _, start), hit in sorted(found.items()) if hit is not None]
+
+    def put(self, key: Any, start: int, end: int, value: Any) -> None:
+        """None removes the session."""
+        self._put((key, end, start), value, end)
+        if self.dirty:
+            self._by_key.add(self.dirty, key, (key, end, start))
+
+    def _holds(self, cache_key: Any) -> bool:
+        key, end, start = cache_key
+        suffix = start.to_bytes(TS_BYTES, "big")
+        return any(s == suffix for _, s, _ in self.store.fetch_entries(serialized_key(self.keys, key), end, end))
+
+    def _write(self, cache_key: Any, value: Any, timestamp: int) -> None:
+        key, end, start = cache_key
+        data = self.values.serialize(value)
+        self.store.put(serialized_key(self.keys, key), data, end, start.to_bytes(TS_BYTES, "big"))
+
+    def _record(self, cache_key: Any, value: Any, timestamp: int) -> Rec:
+        key, end, start = cache_key
+        return (Windowed(key, start, end), value, end, -1)

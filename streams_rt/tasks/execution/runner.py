@@ -24,7 +24,14 @@ from streams_rt.state.stores import KeyValueStore, StateStore, WindowStore
 from streams_rt.state.stores.typed import TypedKeyValueStore, TypedWindowStore
 from streams_rt.tasks.execution.aggregation import AggregateExec, WindowedAggregateExec
 from streams_rt.tasks.execution.base import Exec, PassthroughExec, UserCodeError
-from streams_rt.tasks.execution.caching import CachedKeyValue, CachedWindows, PartialsCache, TaskCache
+from streams_rt.tasks.execution.caching import (
+    CachedKeyValue,
+    CachedSessions,
+    CachedWindowRanges,
+    CachedWindows,
+    PartialsCache,
+    TaskCache,
+)
 from streams_rt.tasks.execution.chunk import Chunk, Column, Rec
 from streams_rt.tasks.execution.columnar import (
     ExplodeValuesExec,
@@ -32,8 +39,11 @@ from streams_rt.tasks.execution.columnar import (
     FilterExpressionExec,
     MapBatchesExec,
 )
+from streams_rt.tasks.execution.emit import KAFKA_EMIT_INTERVALS, EmitIntervals, TimeTracker, WindowCloseEmitter
 from streams_rt.tasks.execution.processor import ProcessExec, TaskTime
+from streams_rt.tasks.execution.session import SessionAggregateExec
 from streams_rt.tasks.execution.sink import SinkExec, SinkOutput
+from streams_rt.tasks.execution.sliding import SlidingAggregateExec
 from streams_rt.tasks.execution.stateless import (
     BranchExec,
     FilterExec,
@@ -44,9 +54,13 @@ from streams_rt.tasks.execution.stateless import (
     PeekExec,
     SelectKeyExec,
 )
+from streams_rt.tasks.execution.stream_joins import JoinWindowExec, StreamJoinExec
+from streams_rt.tasks.execution.suppress import SuppressExec
 from streams_rt.tasks.execution.tables import JoinExec, TableSourceExec
+from streams_rt.tasks.execution.window_close import WindowCloseAggregateExec
 from streams_rt.topology import Subtopology, Topology
 from streams_rt.topology.columns import Field, MapBatches, Split, Value, Words
+from streams_rt.topology.joins import JoinWindowPut, StreamStreamJoin
 from streams_rt.topology.nodes import (
     Aggregate,
     Branch,
@@ -66,7 +80,9 @@ from streams_rt.topology.nodes import (
     SourceNode,
     TableSource,
 )
+from streams_rt.topology.suppress import Suppress
 from streams_rt.topology.topology import internal_name
+from streams_rt.topology.windowed import SessionAggregate, SlidingAggregate
 
 log = logging.getLogger(__name__)
 
@@ -109,12 +125,16 @@ class SubtopologyRunner:
         deserialization_handler: DeserializationHandler = DeserializationHandler.FAIL,
         wall_clock: Callable[[], int] = lambda: int(time.time() * 1000),
         columnar: bool = True,
+        emit_intervals: EmitIntervals = KAFKA_EMIT_INTERVALS,
     ) -> None:
-        """`wall_clock`: epoch ms for wall-clock punctuations (the TopologyTestDriver's own clock under
-        test). `columnar` False runs every record alone through the graph, depth-first, and every
-        aggregation record by record: the reference the per-batch path is held equal to (tests)."""
+        """`wall_clock`: epoch ms for wall-clock punctuations and emit throttles (the
+        TopologyTestDriver's own clock under test). `columnar` False runs every record alone through
+        the graph, depth-first, and every aggregation record by record: the reference the per-batch
+        path is held equal to (tests). `emit_intervals`: see execution/emit.py."""
         self.task = task
         self.time = TaskTime(wall_clock)
+        self._emit_intervals = emit_intervals
+        self._join_trackers: dict[str, TimeTracker] = {}  # a stream-stream join's, shared by its sides
         self._send = send
         self._handler = deserialization_handler
         self.cache = TaskCache(cache_max_bytes)
@@ -122,7 +142,7 @@ class SubtopologyRunner:
         self.skipped_deserialization = 0
         self._definitions = topology.stores
         self._stores = stores
-        self._cached: dict[str, CachedKeyValue | CachedWindows] = {}
+        self._cached: dict[str, CachedKeyValue | CachedWindows | CachedSessions] = {}
         self._execs: dict[str, Exec] = {}
         self._committed_stream_times: dict[str, int] = {}
         self._sources: dict[str, tuple[SourceNode, Exec]] = {}  # full topic name -> source
@@ -143,8 +163,8 @@ class SubtopologyRunner:
                     full = internal_name(application_id, topic) if node.internal else topic
                     self._sources[full] = (node, self._execs[node.name])
         # Sources whose every child takes whole columns decode to Arrow, the others to Python values.
-        self._columnar_sources = {name: all(getattr(child, "columnar", False) for child in exec_node.children)
-                                  for name, exec_node in self._execs.items()}
+        self._columnar_sources = {source.name: all(child.columnar for child in source_exec.children)
+                                  for source, source_exec in self._sources.values()}
 
     # -- building ----------------------------------------------------------------------------
     def _build(self, node: Node, application_id: str) -> Exec:
@@ -172,6 +192,14 @@ class SubtopologyRunner:
             return exec_node
         if isinstance(op, Join):
             return JoinExec(node.name, op, self._kv_cache(op.store))
+        if isinstance(op, (JoinWindowPut, StreamStreamJoin)):
+            return self._stream_join(node.name, op)
+        if isinstance(op, (SessionAggregate, SlidingAggregate)):
+            return self._windowed(node.name, op)
+        if isinstance(op, Suppress):
+            buffer = self._stores[op.store]
+            assert isinstance(buffer, KeyValueStore)
+            return SuppressExec(node.name, op, buffer)
         if isinstance(op, Process):
             typed = {name: self._typed_store(name) for name in op.stores}
             return ProcessExec(node.name, op.supplier(), self.task, typed, self.time)
@@ -188,10 +216,56 @@ class SubtopologyRunner:
             kv_exec = AggregateExec(name, op, table)
             table.forward_to(kv_exec.forward_rows)
             return kv_exec
+        if op.emit_final:
+            ranges = self._window_cache(op.store, CachedWindowRanges)
+            assert isinstance(ranges, CachedWindowRanges)
+            emitter = WindowCloseEmitter(self._emit_intervals.windowed_aggregation_ms)
+            return WindowCloseAggregateExec(name, op, op.windows, ranges, emitter, self.time.wall_clock)
         windows = self._window_cache(op.store)
         window_exec = WindowedAggregateExec(name, op, op.windows, windows)
         windows.forward_to(window_exec.forward_rows)
         return window_exec
+
+    def _windowed(self, name: str, op: SessionAggregate | SlidingAggregate) -> Exec:
+        """Session and sliding windowed aggregations; their caches forward updates, unless they emit
+        on window close."""
+        emitter = WindowCloseEmitter(self._emit_intervals.windowed_aggregation_ms) if op.emit_final else None
+        definition = self._definitions[op.store]
+        # Emitting on window close, their stores have no cache (as Kafka's): every write, and the
+        # retention it moves, reaches the store at once.
+        cache = TaskCache(0) if op.emit_final else self.cache
+        if isinstance(op, SessionAggregate):
+            sessions = CachedSessions(self._window_store(op.store), definition.key_serde,
+                                      definition.stored_value_serde, cache)
+            self._cached[op.store] = sessions
+            session_exec = SessionAggregateExec(name, op, sessions, emitter, self.time.wall_clock)
+            if emitter is None:
+                sessions.forward_to(session_exec.forward_rows)
+            return session_exec
+        ranges = self._window_cache(op.store, CachedWindowRanges, cache)
+        assert isinstance(ranges, CachedWindowRanges)
+        sliding_exec = SlidingAggregateExec(name, op, ranges, emitter, self.time.wall_clock)
+        if emitter is None:
+            ranges.forward_to(sliding_exec.forward_rows)
+        return sliding_exec
+
+    def _stream_join(self, name: str, op: JoinWindowPut | StreamStreamJoin) -> Exec:
+        if isinstance(op, JoinWindowPut):
+            definition = self._definitions[op.store]
+            return JoinWindowExec(name, self._window_store(op.store), definition.key_serde, definition.value_serde)
+        tracker = self._join_trackers.setdefault(op.join_id, TimeTracker(self._emit_intervals.outer_join_ms))
+        outer: KeyValueStore | None = None
+        if op.outer_store is not None:
+            store = self._stores[op.outer_store]
+            assert isinstance(store, KeyValueStore)
+            outer = store
+        return StreamJoinExec(name, op, tracker, self._window_store(op.other_store), outer, self.time.wall_clock)
+
+    def _window_store(self, name: str) -> WindowStore:
+        store = self._stores[name]
+        if not isinstance(store, WindowStore):
+            raise TypeError(f"store {name} is not a window store")
+        return store
 
     def _kv_cache(self, name: str) -> CachedKeyValue:
         """One cache per store per task, shared by every node that uses the store (the table's
@@ -206,11 +280,11 @@ class SubtopologyRunner:
         assert isinstance(cached, CachedKeyValue)
         return cached
 
-    def _window_cache(self, name: str) -> CachedWindows:
-        store, definition = self._stores[name], self._definitions[name]
-        if not isinstance(store, WindowStore):
-            raise TypeError(f"store {name} is not a window store")
-        cached = CachedWindows(store, definition.key_serde, definition.stored_value_serde, self.cache)
+    def _window_cache(self, name: str, kind: type[CachedWindows] = CachedWindows,
+                      cache: TaskCache | None = None) -> CachedWindows:
+        definition = self._definitions[name]
+        cached = kind(self._window_store(name), definition.key_serde, definition.stored_value_serde,
+                      cache or self.cache)
         self._cached[name] = cached
         return cached
 
@@ -235,7 +309,8 @@ class SubtopologyRunner:
     def process(self, batch: Mapping[Any, Sequence[Message]]) -> None:
         """Process one batch: the records of each input partition, in offset order."""
         merged = merge_by_timestamp([records for records in batch.values() if records])
-        self.time.start_chunk([ts[1] for ts in map(_timestamp_pair, merged)])
+        if self._processors:  # the task's stream time drives their punctuations, nothing else
+            self.time.start_chunk([ts[1] for ts in map(_timestamp_pair, merged)])
         position = 0
         for topic, run in itertools.groupby(merged, key=_topic):
             records = list(run)
@@ -321,12 +396,16 @@ class SubtopologyRunner:
         batch advanced (its records come again)."""
         self.cache.drop()
         self.output = []
+        for node in self._execs.values():
+            node.abort()
         self.set_stream_times(self._committed_stream_times)
 
     def stream_times(self) -> dict[str, int]:
         """Each stream-time-aware node's stream time (nodes that have seen no record left out), and
         the task's own under the name "" (no node has an empty name)."""
-        times = {name: node.stream_time_ms for name, node in self._execs.items() if node.stream_time_ms >= 0}
+        times: dict[str, int] = {}
+        for node in self._execs.values():
+            times.update(node.saved_times())
         if self.time.stream_time_ms >= 0:
             times[TASK_STREAM_TIME] = self.time.stream_time_ms
         return times
@@ -334,8 +413,8 @@ class SubtopologyRunner:
     def set_stream_times(self, times: Mapping[str, int]) -> None:
         """Stream times as a batch record kept them: a task that moved or restarted goes on where it
         was (Kafka Streams commits partition time with the offsets for the same reason)."""
-        for name, node in self._execs.items():
-            node.stream_time_ms = times.get(name, -1)
+        for node in self._execs.values():
+            node.restore_times(times)
         self.time.stream_time_ms = times.get(TASK_STREAM_TIME, -1)
         self._committed_stream_times = dict(times)
 

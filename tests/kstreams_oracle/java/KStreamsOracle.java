@@ -40,13 +40,20 @@ import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
+import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.processor.PunctuationType;
@@ -57,9 +64,13 @@ import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.internals.LeftOrRightValue;
+import org.apache.kafka.streams.state.internals.TimeOrderedKeyValueBuffer;
+import org.apache.kafka.streams.state.internals.TimestampedKeyAndJoinSide;
 import org.apache.kafka.streams.state.internals.WrappedStateStore;
 
 public final class KStreamsOracle {
@@ -161,6 +172,80 @@ public final class KStreamsOracle {
                 .toStream((wk, v) -> wk.key() + "@" + wk.window().start()).to("out");
         }, topics("input", STRING, STRING), topics("out", STRING, STRING), Map.of("wreduced", STRING)));
 
+        REFERENCES.put("session_windows", new Reference(b -> {
+            final KGroupedStream<String, String> grouped = input(b).groupByKey();
+            grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(5), Duration.ofMillis(3)))
+                .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("scounts"))
+                .toStream((wk, v) -> sessionKey(wk)).to("out-count", Produced.with(STRING, LONG));
+            grouped.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(4)))
+                .aggregate(() -> "", (k, v, agg) -> agg + (v == null ? "~" : v), (k, a, c) -> a + "|" + c,
+                           Materialized.<String, String, SessionStore<Bytes, byte[]>>as("saggs"))
+                .toStream((wk, v) -> sessionKey(wk)).to("out-agg");
+        }, topics("input", STRING, STRING), topics("out-count", STRING, LONG, "out-agg", STRING, STRING),
+            Map.of("scounts", LONG, "saggs", STRING)));
+
+        REFERENCES.put("session_reduce_on_close", new Reference(b -> {
+            input(b).groupByKey()
+                .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(6), Duration.ofMillis(2)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .reduce((agg, v) -> agg + v, Materialized.<String, String, SessionStore<Bytes, byte[]>>as("sreduced")
+                        .withRetention(Duration.ofMillis(30)))
+                .toStream((wk, v) -> sessionKey(wk)).to("out");
+        }, topics("input", STRING, STRING), topics("out", STRING, STRING), Map.of("sreduced", STRING)));
+
+        REFERENCES.put("sliding_windows", new Reference(b -> {
+            final KGroupedStream<String, String> grouped = input(b).groupByKey();
+            grouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(5), Duration.ofMillis(3)))
+                .aggregate(() -> "", (k, v, agg) -> agg + v,
+                           Materialized.<String, String, WindowStore<Bytes, byte[]>>as("slide"))
+                .toStream((wk, v) -> wk.key() + "@" + wk.window().start() + "-" + wk.window().end()).to("out-agg");
+            grouped.windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(12)))
+                .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("slide-counts"))
+                .toStream((wk, v) -> wk.key() + "@" + wk.window().start() + "-" + wk.window().end())
+                .to("out-count", Produced.with(STRING, LONG));
+        }, topics("input", STRING, STRING), topics("out-agg", STRING, STRING, "out-count", STRING, LONG),
+            Map.of("slide", STRING, "slide-counts", LONG)));
+
+        REFERENCES.put("sliding_reduce_on_close", new Reference(b -> {
+            input(b).groupByKey()
+                .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(4), Duration.ofMillis(2)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .reduce((agg, v) -> agg + v, Materialized.<String, String, WindowStore<Bytes, byte[]>>as("slide-reduced"))
+                .toStream((wk, v) -> wk.key() + "@" + wk.window().start() + "-" + wk.window().end()).to("out");
+        }, topics("input", STRING, STRING), topics("out", STRING, STRING), Map.of("slide-reduced", STRING)));
+
+        REFERENCES.put("windowed_count_on_close", new Reference(b -> {
+            input(b).groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(2)).advanceBy(Duration.ofMillis(5)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("wcounts-final").withRetention(Duration.ofMillis(40)))
+                .toStream((wk, v) -> wk.key() + "@" + wk.window().start()).to("out", Produced.with(STRING, LONG));
+        }, topics("input", STRING, STRING), topics("out", STRING, LONG), Map.of("wcounts-final", LONG)));
+
+        REFERENCES.put("suppress_window_closes", new Reference(b -> {
+            final KGroupedStream<String, String> grouped = input(b).groupByKey();
+            grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(2)))
+                .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("final-counts"))
+                .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                .toStream((wk, v) -> wk.key() + "@" + wk.window().start()).to("out-windows", Produced.with(STRING, LONG));
+            grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(5), Duration.ofMillis(2)))
+                .reduce((agg, v) -> agg + v, Materialized.<String, String, SessionStore<Bytes, byte[]>>as("final-sessions"))
+                .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.maxRecords(100).shutDownWhenFull())
+                              .withName("sessions-closed"))
+                .toStream((wk, v) -> sessionKey(wk)).to("out-sessions");
+        }, topics("input", STRING, STRING), topics("out-windows", STRING, LONG, "out-sessions", STRING, STRING),
+            Map.of("final-counts", LONG, "final-sessions", STRING)));
+
+        REFERENCES.put("suppress_time_limit", new Reference(b -> {
+            final KGroupedStream<String, String> grouped = input(b).groupByKey();
+            grouped.count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("limited-counts"))
+                .suppress(Suppressed.untilTimeLimit(Duration.ofMillis(7), Suppressed.BufferConfig.maxRecords(2)))
+                .toStream().to("out-counts", Produced.with(STRING, LONG));
+            grouped.reduce((agg, v) -> agg + v, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("limited-concat"))
+                .suppress(Suppressed.untilTimeLimit(Duration.ofMillis(4), Suppressed.BufferConfig.unbounded()).withName("concat-limit"))
+                .toStream().to("out-concat");
+        }, topics("input", STRING, STRING), topics("out-counts", STRING, LONG, "out-concat", STRING, STRING)));
+
         REFERENCES.put("table", new Reference(b -> {
             b.table("input", Consumed.with(STRING, STRING),
                     Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("table-store"))
@@ -182,6 +267,28 @@ public final class KStreamsOracle {
                 .groupByKey().count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("rcounts"))
                 .toStream().to("out", Produced.with(STRING, LONG));
         }, topics("input", STRING, STRING), topics("out", STRING, LONG)));
+
+        REFERENCES.put("stream_stream_join", new Reference(b -> {
+            final KStream<String, String> left = input(b);
+            final KStream<String, String> right = b.stream("input-2", Consumed.with(STRING, STRING));
+            left.join(right, (l, r) -> l + "+" + r, JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(15), Duration.ofMillis(3)),
+                      StreamJoined.<String, String, String>with(STRING, STRING, STRING).withName("sj").withStoreName("sjs"))
+                .to("out");
+        }, topics("input", STRING, STRING, "input-2", STRING, STRING), topics("out", STRING, STRING)));
+
+        REFERENCES.put("stream_stream_left_join", new Reference(b -> {
+            final KStream<String, String> left = input(b);
+            final KStream<String, String> right = b.stream("input-2", Consumed.with(STRING, STRING));
+            left.leftJoin(right, (l, r) -> l + "+" + r, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(6)).before(Duration.ofMillis(2)))
+                .mapValues(v -> v + "!").to("out");
+        }, topics("input", STRING, STRING, "input-2", STRING, STRING), topics("out", STRING, STRING)));
+
+        REFERENCES.put("stream_stream_outer_join", new Reference(b -> {
+            final KStream<String, String> left = input(b);
+            final KStream<String, String> right = b.stream("input-2", Consumed.with(STRING, STRING));
+            left.outerJoin(right, (l, r) -> l + "+" + r, JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(4), Duration.ofMillis(5)).after(Duration.ofMillis(7)))
+                .to("out");
+        }, topics("input", STRING, STRING, "input-2", STRING, STRING), topics("out", STRING, STRING)));
 
         REFERENCES.put("processor", new Reference(b -> {
             b.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("sums"), STRING, STRING));
@@ -257,6 +364,10 @@ public final class KStreamsOracle {
         }
     }
 
+    private static String sessionKey(final Windowed<String> wk) {
+        return wk.key() + "@" + wk.window().start() + "-" + wk.window().end();
+    }
+
     private static List<String> chars(final String value) {
         final List<String> out = new ArrayList<>();
         for (final char c : value.toCharArray()) {
@@ -300,6 +411,8 @@ public final class KStreamsOracle {
         // In-memory DSL stores: the same semantics as RocksDB's, without a database per scenario.
         props.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers.class);
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, request.get("caching").asBoolean() ? 10 * 1024 * 1024 : 0);
+        // The reference's own properties (the twins share them: the Python side sends them).
+        request.path("properties").fields().forEachRemaining(p -> props.put(p.getKey(), p.getValue().asText()));
         final ObjectNode answer = JsonLines.JSON.createObjectNode();
         try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
             final Map<String, TestInputTopic<Object, Object>> inputs = new LinkedHashMap<>();
@@ -351,13 +464,8 @@ public final class KStreamsOracle {
      *  outlive the expiry), where the store itself (and its changelog) no longer has them. */
     @SuppressWarnings("unchecked")
     private static ArrayNode windowRows(final StateStore outer, final Serde<?> values) {
-        StateStore store = outer;
-        while (store instanceof WrappedStateStore<?, ?, ?> wrapped
-               && (store == outer || store.getClass().getSimpleName().startsWith("Caching"))) {
-            store = wrapped.wrapped();
-        }
         final ArrayNode rows = JsonLines.JSON.createArrayNode();
-        try (KeyValueIterator<Windowed<Bytes>, byte[]> all = ((WindowStore<Bytes, byte[]>) store).all()) {
+        try (KeyValueIterator<Windowed<Bytes>, byte[]> all = ((WindowStore<Bytes, byte[]>) belowCache(outer)).all()) {
             all.forEachRemaining(kv -> {
                 final ByteBuffer stored = ByteBuffer.wrap(kv.value);
                 final long timestamp = stored.getLong();
@@ -370,8 +478,42 @@ public final class KStreamsOracle {
         return rows;
     }
 
+    /** A session store's rows as its byte store holds them (below the cache, as windowRows). */
+    @SuppressWarnings("unchecked")
+    private static ArrayNode sessionRows(final StateStore outer, final Serde<?> values) {
+        final ArrayNode rows = JsonLines.JSON.createArrayNode();
+        try (KeyValueIterator<Windowed<Bytes>, byte[]> all =
+                 ((SessionStore<Bytes, byte[]>) belowCache(outer)).findSessions(0, Long.MAX_VALUE)) {
+            all.forEachRemaining(kv -> rows.addArray().add(new String(kv.key.key().get(), StandardCharsets.UTF_8))
+                .add(kv.key.window().start()).add(kv.key.window().end())
+                .add(toJson(values.deserializer().deserialize("", kv.value))).addNull());
+        }
+        return rows;
+    }
+
+    /** The byte store under the metering and caching layers of a DSL store. */
+    private static StateStore belowCache(final StateStore outer) {
+        StateStore store = outer;
+        while (store instanceof WrappedStateStore<?, ?, ?> wrapped
+               && (store == outer || store.getClass().getSimpleName().startsWith("Caching"))) {
+            store = wrapped.wrapped();
+        }
+        return store;
+    }
+
     private static ArrayNode storeRows(final TopologyTestDriver driver, final String name, final Reference reference) {
         final ArrayNode rows = JsonLines.JSON.createArrayNode();
+        if (driver.getAllStateStores().get(name) instanceof TimeOrderedKeyValueBuffer<?, ?, ?> buffer) {
+            // a suppress buffer, which exposes no iteration: how many updates it holds, and the earliest time
+            if (buffer.numRecords() > 0) {
+                rows.addArray().add("records").add(buffer.numRecords());
+                rows.addArray().add("min_time").add(buffer.minTimestamp());
+            }
+            return rows;
+        }
+        if (driver.getSessionStore(name) != null) {
+            return sessionRows(driver.getAllStateStores().get(name), reference.storeValues().get(name));
+        }
         final KeyValueStore<Object, ValueAndTimestamp<Object>> timestamped = driver.getTimestampedKeyValueStore(name);
         if (timestamped != null) {
             try (KeyValueIterator<Object, ValueAndTimestamp<Object>> all = timestamped.all()) {
@@ -380,13 +522,37 @@ public final class KStreamsOracle {
             }
             return rows;
         }
-        if (driver.getTimestampedWindowStore(name) != null) {
+        final WindowStore<Object, ValueAndTimestamp<Object>> timestampedWindows = driver.getTimestampedWindowStore(name);
+        if (timestampedWindows != null && reference.storeValues().containsKey(name)) {
             return windowRows(driver.getAllStateStores().get(name), reference.storeValues().get(name));
+        }
+        if (timestampedWindows != null) {  // a join's window store (never cached): its values and timestamps
+            try (KeyValueIterator<Windowed<Object>, ValueAndTimestamp<Object>> all = timestampedWindows.all()) {
+                all.forEachRemaining(kv -> rows.addArray().add(toJson(kv.key.key())).add(kv.key.window().start())
+                    .add(kv.key.window().end()).add(toJson(kv.value.value())).add(kv.value.timestamp()));
+            }
+            return rows;
+        }
+        final WindowStore<Object, Object> windows = driver.getWindowStore(name);
+        if (windows != null) {  // a join's window store before Kafka 4.4 (no timestamps: a record's is its window's start)
+            try (KeyValueIterator<Windowed<Object>, Object> all = windows.all()) {
+                all.forEachRemaining(kv -> rows.addArray().add(toJson(kv.key.key())).add(kv.key.window().start())
+                    .add(kv.key.window().end()).add(toJson(kv.value)).add(kv.key.window().start()));
+            }
+            return rows;
         }
         final KeyValueStore<Object, Object> plain = driver.getKeyValueStore(name);
         if (plain != null) {
             try (KeyValueIterator<Object, Object> all = plain.all()) {
-                all.forEachRemaining(kv -> rows.addArray().add(toJson(kv.key)).add(toJson(kv.value)).addNull());
+                all.forEachRemaining(kv -> {
+                    if (kv.key instanceof TimestampedKeyAndJoinSide<?> held) {  // a left/outer join's waiting records
+                        final LeftOrRightValue<?, ?> value = (LeftOrRightValue<?, ?>) kv.value;
+                        rows.addArray().add(toJson(held.key())).add(held.isLeftSide() ? "left" : "right")
+                            .add(toJson(held.isLeftSide() ? value.leftValue() : value.rightValue())).add(held.timestamp());
+                    } else {
+                        rows.addArray().add(toJson(kv.key)).add(toJson(kv.value)).addNull();
+                    }
+                });
             }
             return rows;
         }

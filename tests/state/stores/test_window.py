@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from streams_rt.state.stores import RocksDBWindowStore, WindowStore
+from streams_rt.state.stores import InMemoryWindowStore, RocksDBWindowStore, WindowStore
 from streams_rt.state.stores.window import window_key
 from tests.state.stores.conftest import MINUTE, RecordingChangelog
 
@@ -86,3 +87,43 @@ def test_changelog_records_of_expired_segments_are_skipped(windows: WindowStore)
     assert windows.fetch(b"k", 0, 10**12) == [(25 * MINUTE, b"25"), (29 * MINUTE, b"29")]
     assert windows.segment_ids == [9, 12, 14] and windows.applied_offset() == 4
     assert [start for _, start, _ in _all_on_disk(windows)] == [19 * MINUTE, 25 * MINUTE, 29 * MINUTE]
+
+
+def _shaped(kind: str, tmp_path: Path, name: str, **layout: bool) -> WindowStore:
+    shape: dict[str, Any] = {"retention_ms": 10 * MINUTE, "window_size_ms": 0, "segment_interval_ms": 2 * MINUTE,
+                             **layout}
+    store: WindowStore = (RocksDBWindowStore(name, tmp_path, **shape) if kind == "rocksdb"
+                          else InMemoryWindowStore(name, **shape))
+    store.open()
+    return store
+
+
+@pytest.mark.parametrize("kind", ["rocksdb", "memory"])
+@pytest.mark.parametrize("layout", [{"retain_duplicates": True}, {"sessions": True}])
+def test_duplicate_and_session_layouts_restore_from_their_changelog(tmp_path: Path, kind: str,
+                                                                      layout: dict[str, bool]) -> None:
+    """A stream-stream join's store keeps every put at one time, in put order (a None is ignored);
+    a session store keeps each session under its end and start. Replaying the changelog (restore,
+    standby) into a fresh store gives the same entries."""
+    changelog = RecordingChangelog()
+    store = _shaped(kind, tmp_path / "a", "first", **layout)
+    store.attach_changelog(changelog)
+    if layout.get("retain_duplicates"):
+        for value in (b"x", b"y", None, b"x"):
+            store.put(b"k", value, MINUTE)
+        expected = [(MINUTE, b"x"), (MINUTE, b"y"), (MINUTE, b"x")]
+    else:
+        store.put(b"k", b"s1", MINUTE, (0).to_bytes(8, "big"))
+        store.put(b"k", b"s2", MINUTE, (30_000).to_bytes(8, "big"))
+        store.put(b"k", None, MINUTE, (0).to_bytes(8, "big"))
+        expected = [(MINUTE, b"s2")]
+        with pytest.raises(ValueError, match="suffix of 8 bytes"):
+            store.put(b"k", b"no start", MINUTE)
+    assert store.fetch(b"k", 0, 2 * MINUTE) == expected
+    store.commit(None)
+    assert store.fetch_committed(b"k", 0, 2 * MINUTE) == expected
+    replica = _shaped(kind, tmp_path / "b", "replica", **layout)
+    replica.apply_changelog([k for k, _ in changelog.records], [v for _, v in changelog.records], 7)
+    assert replica.fetch_committed_entries(b"k", 0, 2 * MINUTE) == store.fetch_committed_entries(b"k", 0, 2 * MINUTE)
+    store.close()
+    replica.close()
