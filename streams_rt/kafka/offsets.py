@@ -20,9 +20,11 @@ from streams_rt.protocol import TopicPartition
 # while a topic created a moment ago has no leader in the client's cached metadata, and the broker
 # UNKNOWN_LEADER_EPOCH while its new leader's epoch has not reached it: the same "settling" case,
 # except that the client's cache is refreshed only when asked for (below). After a broker restart
-# the cached leader epoch is older than the broker's (FENCED_LEADER_EPOCH) until that refresh.
+# the cached leader epoch is older than the broker's (FENCED_LEADER_EPOCH) until that refresh. A
+# leader elected a moment ago answers OFFSET_NOT_AVAILABLE until its high watermark has caught up
+# (retriable in Kafka's protocol; seen when a broker of three was killed).
 LIST_OFFSETS_RETRIABLE = RETRIABLE | {KafkaError._NOENT, KafkaError.UNKNOWN_LEADER_EPOCH,
-                                      KafkaError.FENCED_LEADER_EPOCH}
+                                      KafkaError.FENCED_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE}
 # Each attempt's own timeout: a request to a broker that died waits out its whole timeout (no error
 # comes back), so one long attempt kept the caller waiting 10 s after a leader had moved elsewhere.
 ATTEMPT_S = 2.0
