@@ -12,10 +12,10 @@ PYTEST_ARGS ?=
 PURE := not broker and not spark and not jvm and not local_cluster and not faults and not faults_short \
         and not upgrade_runbook and not package and not python_versions
 # Marked runs of their own, outside `make test`: the package in fresh virtualenvs and on Spark clusters,
-# the other Python versions.
-OWN_RUNS := not package and not python_versions
+# the other Python versions, the hour-long soak.
+OWN_RUNS := not package and not python_versions and not soak
 
-.PHONY: demo test test-fast test-faults test-upgrade-runbook test-package test-kafka-previous test-pythons \
+.PHONY: demo test test-fast test-faults test-soak test-upgrade-runbook test-package test-kafka-previous test-pythons \
         lint venv jars jars-previous prerequisites prerequisites-demo docs clean bench-peers
 
 # What the machine must have before anything is installed; the first that is missing is named in one
@@ -95,7 +95,12 @@ test-upgrade-runbook: prerequisites venv lint jars
 	$(VENV_PY) -m pytest -m upgrade_runbook $(PYTEST_ARGS) tests/upgrade
 
 test-faults: prerequisites venv lint jars
-	$(VENV_PY) -m pytest -m "faults or faults_short" $(PYTEST_ARGS) tests/faults
+	$(VENV_PY) -m pytest -m "(faults or faults_short) and not soak" $(PYTEST_ARGS) tests/faults
+
+# The randomized soak's hour-long form (tests/faults/test_soak.py, marker `soak`; its 4-minute form is
+# in test-faults). It prints its seed: STREAMS_RT_SOAK_SEED=<seed> replays a run's faults.
+test-soak: prerequisites venv lint jars
+	$(VENV_PY) -m pytest -s -m soak $(PYTEST_ARGS) tests/faults
 
 demo: prerequisites-demo venv jars
 	$(VENV_PY) examples/word_count.py

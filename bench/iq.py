@@ -40,6 +40,7 @@ import uvloop  # noqa: E402
 
 from bench.processing import bench_workspace  # noqa: E402
 from streams_rt.kafka.partitioner import partition_for  # noqa: E402
+from streams_rt.rpc.http_auth import bearer_headers  # noqa: E402
 from streams_rt.runtime.local import LocalApplication  # noqa: E402
 from streams_rt.topology import Serdes, StreamsBuilder, Topology  # noqa: E402
 
@@ -77,8 +78,9 @@ def load(bootstrap: str, topic: str, records: int) -> None:
     assert producer.flush(60) == 0
 
 
-async def drive(endpoint: str, concurrency: int, seconds: float, records: int) -> list[float]:
-    """Latencies (s) of every lookup that `concurrency` keep-alive connections made in `seconds`."""
+async def drive(endpoint: str, concurrency: int, seconds: float, records: int, authorization: str = "") -> list[float]:
+    """Latencies (s) of every lookup that `concurrency` keep-alive connections made in `seconds`;
+    `authorization` is the run's secret as a header value (the endpoint takes it)."""
     host, _, port = endpoint.rpartition(":")
     deadline = time.perf_counter() + seconds
     latencies: list[float] = []
@@ -88,7 +90,8 @@ async def drive(endpoint: str, concurrency: int, seconds: float, records: int) -
         reader, writer = await asyncio.open_connection(host, int(port))
         while time.perf_counter() < deadline:
             request = (f"GET /v1/stores/{STORE}/keys/{key(rng.randrange(records))} HTTP/1.1\r\n"
-                       f"Host: {endpoint}\r\n\r\n").encode()
+                       f"Host: {endpoint}\r\n" + (f"Authorization: {authorization}\r\n" if authorization else "")
+                       + "\r\n").encode()
             started = time.perf_counter()
             writer.write(request)
             head = await reader.readuntil(b"\r\n\r\n")
@@ -166,10 +169,11 @@ def main() -> None:
             endpoint = app.hosts["host-0"].query_endpoint
             assert endpoint is not None
             uvloop.install()
-            asyncio.run(drive(endpoint, 4, 1.0, args.records))  # warm-up: connections, caches
+            bearer = bearer_headers(app.coordinator.secret).get("authorization", "")
+            asyncio.run(drive(endpoint, 4, 1.0, args.records, bearer))  # warm-up: connections, caches
             for concurrency in CONCURRENCIES:
                 print(f"lookups at concurrency {concurrency} for {args.seconds:.0f} s ...", file=sys.stderr)
-                latencies = asyncio.run(drive(endpoint, concurrency, args.seconds, args.records))
+                latencies = asyncio.run(drive(endpoint, concurrency, args.seconds, args.records, bearer))
                 results[f"http c={concurrency}"] = summary(latencies, args.seconds)
         finally:
             loop.close()

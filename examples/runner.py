@@ -223,7 +223,7 @@ def _query_store(runtime: StreamsRuntime, store: str) -> dict[Any, Any]:
     """Every entry of `store`, read from the running hosts over HTTP (streams_rt.iq.Client, which
     asks each host for its part)."""
     endpoint = next(h.query_endpoint for h in runtime.app.hosts.values() if h.query_endpoint)
-    with Client(f"http://{endpoint}") as client:
+    with Client(f"http://{endpoint}", secret=runtime.app.coordinator.secret) as client:
         live = dict(client.all(store))
     print(f"queried store `{store}` over HTTP (http://{endpoint}/v1/stores/{store}/all, every host): "
           f"{len(live):,} keys")

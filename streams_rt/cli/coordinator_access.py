@@ -70,6 +70,16 @@ def access(application_id: str, state_dir: Path | None, address: str | None, tru
     return Access(address, secret, certificates)
 
 
+def run_secret(application_id: str | None, state_dir: Path | None) -> tuple[SharedSecret | None, Path | None]:
+    """The run's secret and truststore for a client of its HTTP endpoints: from the coordinator file
+    of `application_id` on this machine, else $STREAMS_RT_AUTH_SECRET (and no truststore)."""
+    if application_id is None:
+        return SharedSecret.from_environment(), None
+    found = read_coordinator_file(state_dir or default_state_dir(), application_id)
+    return (SharedSecret(found.secret) if found.secret is not None else None,
+            Path(found.truststore) if found.truststore is not None else None)
+
+
 R = TypeVar("R", bound=Response)
 
 

@@ -1,12 +1,15 @@
 """`streams-rt query STORE KEY`: a point lookup (or a window fetch) through any task host's query
-endpoint, routed to the key's owner; prints the answer as JSON."""
+endpoint, routed to the key's owner; prints the answer as JSON. The endpoints take the application
+run's secret: from the coordinator file on this machine (`-a APP`), else $STREAMS_RT_AUTH_SECRET."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
+from streams_rt.cli.coordinator_access import run_secret
 from streams_rt.iq.client import Client, KeyText, QueryError
 
 
@@ -20,10 +23,19 @@ from streams_rt.iq.client import Client, KeyText, QueryError
 @click.option("--windows", is_flag=True, help="A window store: fetch the key's windows.")
 @click.option("--from", "time_from", type=click.IntRange(0), default=0, help="Windows: earliest start (ms).")
 @click.option("--to", "time_to", type=click.IntRange(0), default=None, help="Windows: latest start (ms).")
+@click.option("--application-id", "-a", default=None,
+              help="The application: its run's secret (and truststore) are read from the coordinator file the "
+                   "driver wrote on this machine; else from $STREAMS_RT_AUTH_SECRET.")
+@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The application's state.dir on this machine (with -a; default: state.dir's default).")
+@click.option("--truststore", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="PEM certificates to trust for an https endpoint (rpc.ssl.truststore.location).")
 def query(store: str, key: str, url: str, max_lag: int | None, at_batch: int | None, windows: bool,
-          time_from: int, time_to: int | None) -> None:
+          time_from: int, time_to: int | None, application_id: str | None, state_dir: Path | None,
+          truststore: Path | None) -> None:
     """Look KEY up in STORE; exit 1 with the host's error (404 for a missing key)."""
-    with Client(url) as client:
+    secret, found_truststore = run_secret(application_id, state_dir)
+    with Client(url, secret=secret, truststore=truststore or found_truststore) as client:
         try:
             if windows:
                 answer = client.windows(store, KeyText(key), time_from, time_to, max_lag=max_lag, at_batch=at_batch)

@@ -31,12 +31,14 @@ def status(application_id: str, state_dir: Path | None, address: str | None, tru
     with the secret in $STREAMS_RT_AUTH_SECRET."""
     reach = access(application_id, state_dir, address, truststore)
     response = call_coordinator(reach, StatusRequest(group_id=application_id), StatusResponse)
-    status = {**response.status, "hosts": [{**h, "pid": _pid(reach, h["endpoint"])} for h in response.status["hosts"]]}
+    hosts = [{**h, "pid": h.get("pid") or _pid(reach, h["endpoint"])} for h in response.status["hosts"]]
+    status = {**response.status, "hosts": hosts}
     click.echo(json.dumps(status, indent=2) if as_json else render_status(status))
 
 
 def _pid(reach: Access, endpoint: str | None) -> int | None:
-    """The host's process id, as the host itself answers (None: no endpoint, or no answer in 5 s)."""
+    """The host's process id, as the host itself answers, for a coordinator whose status lacks it (None: no
+    endpoint, or no answer in 5 s)."""
     if not endpoint:
         return None
     try:

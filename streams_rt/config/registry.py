@@ -47,6 +47,7 @@ MEMBER_CONFIG = "MemberConfig.from_config"
 HOST_PROCESSING = "HostSettings.processing"
 SPARK_SOURCE_OPTIONS = "SourceOptions.parse"
 QUERY_SETTINGS = "QuerySettings.from_config"
+RESTART_REQUEST = "RestartRequest.host_config"
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
@@ -378,6 +379,19 @@ RPC_SSL_TRUSTSTORE_LOCATION = ConfigKey(
     "the certificates (PEM file) a client trusts for a TLS coordinator; unset: the system's roots",
     origin=Origin.OURS, read_by=(CONTROL_PLANE,),
 )
+HOST_RESTART_ALLOWED_INTERPRETERS = ConfigKey(
+    "host.restart.allowed.interpreters", ListOf(Text(r"/[^,]*", "an absolute path, without ','")), (),
+    Group.SECURITY,
+    "the interpreters a host's `restart` action may start it from (absolute paths, as `streams-rt upgrade "
+    "--to ENV` names `ENV/bin/python`); the one it runs is always allowed",
+    origin=Origin.OURS, read_by=(RESTART_REQUEST,),
+)
+HOST_RESTART_ALLOWED_ENV = ConfigKey(
+    "host.restart.allowed.env", ListOf(Text(r"[A-Za-z_][A-Za-z0-9_]*", "an environment variable name")), (),
+    Group.SECURITY,
+    "the environment variables a host's `restart` action may set (`streams-rt host restart --env`); none by default",
+    origin=Origin.OURS, read_by=(RESTART_REQUEST,),
+)
 
 KEYS: tuple[ConfigKey[Any], ...] = (
     APPLICATION_ID, BOOTSTRAP_SERVERS, APPLICATION_SERVER,
@@ -396,6 +410,7 @@ KEYS: tuple[ConfigKey[Any], ...] = (
     IQ_ENABLED, IQ_BIND_HOST, IQ_PORT, IQ_PAGE_SIZE_MAX, IQ_PROXY_TIMEOUT_MS,
     SECURITY_PROTOCOL, RPC_AUTHENTICATE, RPC_SSL_ENABLED, RPC_SSL_CERTIFICATE_CHAIN_LOCATION,
     RPC_SSL_PRIVATE_KEY_LOCATION, RPC_SSL_TRUSTSTORE_LOCATION,
+    HOST_RESTART_ALLOWED_INTERPRETERS, HOST_RESTART_ALLOWED_ENV,
 )
 
 CLIENT_TAG_PREFIX = ConfigPrefix(

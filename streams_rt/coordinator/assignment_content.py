@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from streams_rt.assignment import ClientAssignment
-from streams_rt.coordinator.user_data import AssignmentContent, Partitions
+from streams_rt.coordinator.user_data import AssignmentContent, Partitions, RoundContent
 from streams_rt.protocol import NO_NEXT_REBALANCE, HostInfo, TaskId, TopicPartition
 
 
@@ -39,8 +39,9 @@ def build_contents(
     endpoints: Mapping[str, HostInfo | None],
     topics: SourceTopics,
     next_rebalance_ms: int = NO_NEXT_REBALANCE,
-) -> dict[str, AssignmentContent]:
-    """Every member's content; the by-host maps cover every member with an endpoint."""
+) -> tuple[RoundContent, dict[str, AssignmentContent]]:
+    """What every member's assignment shares (the by-host maps cover every member with an
+    endpoint), and each member's own content."""
     active_by_host: dict[HostInfo, set[TaskId]] = {}
     standby_by_host: dict[HostInfo, set[TaskId]] = {}
     for mid, a in planned.items():
@@ -48,15 +49,16 @@ def build_contents(
         if host is not None:
             active_by_host.setdefault(host, set()).update(a.active)
             standby_by_host.setdefault(host, set()).update(a.standby)
-    partitions_by_host = {h: topics.of(frozenset(ts)) for h, ts in sorted(active_by_host.items())}
-    standby_partitions_by_host = {h: topics.of(frozenset(ts)) for h, ts in sorted(standby_by_host.items())}
-    return {
+    shared = RoundContent(
+        partitions_by_host={h: topics.of(frozenset(ts)) for h, ts in sorted(active_by_host.items())},
+        standby_partitions_by_host={h: topics.of(frozenset(ts)) for h, ts in sorted(standby_by_host.items())},
+        next_rebalance_ms=next_rebalance_ms,
+    )
+    own = {
         mid: AssignmentContent(
             active_tasks=_active_list(a.active, topics),
             standby_tasks={t: topics.partitions(t) for t in sorted(a.standby)},
-            partitions_by_host=partitions_by_host,
-            standby_partitions_by_host=standby_partitions_by_host,
-            next_rebalance_ms=next_rebalance_ms,
         )
         for mid, a in planned.items()
     }
+    return shared, own

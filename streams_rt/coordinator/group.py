@@ -118,8 +118,22 @@ class RoundOutcome:
     commit: Callable[[], None] | None = None
 
 
+class RoundSuperseded(Exception):
+    """The membership changed while a round was computed: its outcome would be dropped, so it stops."""
+
+
+def never_superseded() -> None:
+    """The check of a round nothing can supersede (computed under the group's own call)."""
+
+
+# Raises RoundSuperseded once the round being computed was superseded; an assigner calls it
+# between its steps, so a stale round stops at its next step rather than run to its end.
+SupersededCheck = Callable[[], None]
+
+
 class RoundAssigner(Protocol):
-    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome: ...
+    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int,
+                 check: SupersededCheck = never_superseded) -> RoundOutcome: ...
 
 
 # Why a static member's return needs a round after all (None: it takes its old assignment as it is):
@@ -146,12 +160,16 @@ class PendingRound:
     now_ms: int
 
 
-def run_round(assigner: RoundAssigner, pending: PendingRound) -> RoundOutcome:
-    """The assigner's outcome for `pending`, or a failed outcome (every member ASSIGNMENT_ERROR) when
-    it raises: a bug in the assignor must not wedge the group silently. The member learns only that
-    it failed; the log has the traceback."""
+def run_round(assigner: RoundAssigner, pending: PendingRound,
+              check: SupersededCheck = never_superseded) -> RoundOutcome | None:
+    """The assigner's outcome for `pending`; None when `check` found it superseded (it stopped); or
+    a failed outcome (every member ASSIGNMENT_ERROR) when it raised: a bug in the assignor must not
+    wedge the group silently. The member learns only that it failed; the log has the traceback."""
     try:
-        return assigner(pending.members, pending.generation, pending.now_ms)
+        return assigner(pending.members, pending.generation, pending.now_ms, check)
+    except RoundSuperseded:
+        log.info("the round for generation %d stopped: superseded while it was computed", pending.generation)
+        return None
     except Exception as e:
         log.exception("assignor failed for generation %d", pending.generation)
         why = f"the assignor failed for generation {pending.generation} ({type(e).__name__}); see the coordinator log"
@@ -210,7 +228,9 @@ class Group:
         self._round_started_ms = 0
         self._round_reasons: list[str] = []  # why the current (or last) round started, and what superseded it
         self._undelivered: set[str] = set()  # members of the last round yet to fetch their assignment
-        self._pending: PendingRound | None = None  # the round being computed (COMPLETING_REBALANCE)
+        # The input of the round handed out (COMPLETING_REBALANCE), frozen when first asked for.
+        self._pending: PendingRound | None = None
+        self._handed_out_ms = 0
         self._rounds_handed_out = 0
         # Generations up to this one are saved and may be delivered (None: nothing to save to).
         self._durable_generation: int | None = self.generation if persistent else None
@@ -270,11 +290,14 @@ class Group:
         if not all(m.joined for m in self.members.values()) or now_ms < self._hold_until_ms:
             return
         self._rounds_handed_out += 1
-        members = {mid: dataclasses.replace(m) for mid, m in self.members.items()}
-        self._pending = PendingRound(self._rounds_handed_out, self.generation + 1, members, now_ms)
+        self._pending, self._handed_out_ms = None, now_ms
         self._transition(GroupState.COMPLETING_REBALANCE)
         if self._assigner is not None:
-            self.complete_round(self._pending, run_round(self._assigner, self._pending), now_ms)
+            pending = self.pending_round()
+            assert pending is not None
+            outcome = run_round(self._assigner, pending)
+            assert outcome is not None, "only a round computed off this call can be superseded"
+            self.complete_round(pending, outcome, now_ms)
 
     @property
     def round_reason(self) -> str:
@@ -287,13 +310,27 @@ class Group:
         return self._round_started_ms
 
     def pending_round(self) -> PendingRound | None:
-        """The round to compute, while the group is COMPLETING_REBALANCE."""
+        """The round to compute, while the group is COMPLETING_REBALANCE. Its members are copied
+        when it is first asked for, not at every join: joins arriving one by one each supersede the
+        round before, and copying every member for each of them made forming a group of n members
+        cost n squared. Nothing a round reads changes without superseding it, so the copy is the
+        same whenever it is made."""
+        if self.state is not GroupState.COMPLETING_REBALANCE:
+            return None
+        if self._pending is None:
+            members = {mid: dataclasses.replace(m) for mid, m in self.members.items()}
+            self._pending = PendingRound(self._rounds_handed_out, self.generation + 1, members, self._handed_out_ms)
         return self._pending
+
+    @property
+    def pending_number(self) -> int | None:
+        """The number of the round to compute (cheap: nothing is copied), None when there is none."""
+        return self._rounds_handed_out if self.state is GroupState.COMPLETING_REBALANCE else None
 
     def complete_round(self, pending: PendingRound, outcome: RoundOutcome, now_ms: int) -> bool:
         """Apply `pending`'s outcome: a new generation. False (nothing changes) when the round was
         superseded while it was computed."""
-        if self._pending is None or pending.number != self._pending.number:
+        if pending.number != self.pending_number:
             log.info("group %s: dropped the outcome of a superseded round (generation %d)",
                      self.group_id, pending.generation)
             return False

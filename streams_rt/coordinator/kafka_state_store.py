@@ -16,10 +16,13 @@ log = logging.getLogger(__name__)
 
 
 class KafkaStateStore:
-    def __init__(self, bootstrap_servers: str, application_id: str, *, timeout_s: float = 30.0) -> None:
+    def __init__(self, bootstrap_servers: str, application_id: str, *, timeout_s: float = 30.0,
+                 replication_factor: int = 1) -> None:
+        """`replication_factor`: the application's replication.factor (-1: the broker's default)."""
         self.topic = f"{application_id}-coordinator"
         self.application_id = application_id
         self._bootstrap = bootstrap_servers
+        self._replication_factor = replication_factor
         self._timeout_s = timeout_s
         self._ensure_topic()
         self._producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "acks": "all"})
@@ -27,7 +30,8 @@ class KafkaStateStore:
     def _ensure_topic(self) -> None:
         admin = AdminClient({"bootstrap.servers": self._bootstrap})
         futures = admin.create_topics(
-            [NewTopic(self.topic, num_partitions=1, replication_factor=1, config={"cleanup.policy": "compact"})]
+            [NewTopic(self.topic, num_partitions=1, replication_factor=self._replication_factor,
+                      config={"cleanup.policy": "compact"})]
         )
         try:
             futures[self.topic].result(self._timeout_s)

@@ -61,3 +61,21 @@ class RebalanceMetrics:
                 "failed-rebalance-rate-per-hour": self.failed.per_hour(now_ms),
                 "last-rebalance-seconds-ago": ago,
             }
+
+
+class HostRestarts:
+    """Task hosts the driver restarted after they died (beside the driver, or on their executor):
+    counted here so the status page and /metrics show them with the rebalances they caused."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._restarts = HourlyRate()
+
+    def record(self, now_ms: int) -> None:
+        with self._lock:
+            self._restarts.record(now_ms)
+
+    def snapshot(self, now_ms: int) -> dict[str, float]:
+        with self._lock:
+            return {"host-restart-total": self._restarts.total,
+                    "host-restart-rate-per-hour": self._restarts.per_hour(now_ms)}

@@ -15,7 +15,8 @@ PREFIX = "streams_rt_coordinator_"
 GROUP_STATES = ("EMPTY", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE")
 TASK_KINDS = ("active", "standby", "warmup")
 
-# KIP-429's names (consumer-coordinator-metrics) as gauges; the three totals are counters below.
+# KIP-429's names (consumer-coordinator-metrics) as gauges; its three totals, and the driver's host restarts,
+# are counters below.
 _KIP_429_GAUGES = {
     "rebalance-latency-avg": "average time a rebalance took, in ms, from its first join to the last assignment fetched",
     "rebalance-latency-max": "longest time a rebalance took, in ms",
@@ -23,10 +24,11 @@ _KIP_429_GAUGES = {
     "failed-rebalance-rate-per-hour": "rebalances that failed in the last hour",
     "last-rebalance-seconds-ago": "seconds since the last rebalance completed (-1: none yet)",
 }
-_KIP_429_COUNTERS = {
+_COUNTERS = {
     "rebalance-latency-total": "time spent in rebalances, in ms",
     "rebalance-total": "rebalances completed",
     "failed-rebalance-total": "rebalances that failed (the assignor failed, or members missed the rebalance timeout)",
+    "host-restart-total": "task hosts the driver restarted after they died (beside it, or on their executor)",
 }
 
 
@@ -46,7 +48,7 @@ class StatusCollector(Collector):
         metrics: Mapping[str, float] = status["metrics"]
         for name, doc in _KIP_429_GAUGES.items():
             yield GaugeMetricFamily(metric_name(name), doc, value=metrics[name])
-        for name, doc in _KIP_429_COUNTERS.items():
+        for name, doc in _COUNTERS.items():
             # prometheus_client appends `_total` to a counter's name.
             yield CounterMetricFamily(metric_name(name.removesuffix("-total")), doc, value=metrics[name])
         yield GaugeMetricFamily(metric_name("generation"), "the group's generation (Kafka's generation id)",

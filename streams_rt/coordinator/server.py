@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from streams_rt.coordinator.admission import check_join
+from streams_rt.coordinator.connection_watch import ConnectionWatch
 from streams_rt.coordinator.errors import SubscriptionRejected
 from streams_rt.coordinator.group import Group, GroupState, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
@@ -66,7 +67,6 @@ from streams_rt.rpc.transport import SecureFlightServer, TlsIdentity
 log = logging.getLogger(__name__)
 
 MAX_SYNC_WAIT_MS = 5_000
-CONNECTION_CHECK_S = 0.02  # how often a held heartbeat or sync looks whether its caller is still connected
 MEMBER_CALLS = (JoinRequest, SyncRequest, HeartbeatRequest)  # a live member always has one of these in flight
 # Answers that fence a member (it must drop its tasks or stop): each is logged, with why.
 FENCING = frozenset({GroupError.ILLEGAL_GENERATION, GroupError.UNKNOWN_MEMBER_ID, GroupError.FENCED_INSTANCE_ID})
@@ -134,10 +134,12 @@ class CoordinatorServer(SecureFlightServer):
         probe = functools.partial(probe_host, secret=secret, tls_root_certs=settings.client_root_certs())
         self._prober = UnreachableProber(probe, self._remove_unreachable)
         self._silence = SilenceWatch()
+        self._connections = ConnectionWatch(self._wake_held_calls)
         self._ticker = threading.Thread(target=self._tick_loop, name="coordinator-ticker", daemon=True)
         self._ticker.start()
         try:
-            super().__init__(f"coordinator of {group.group_id}", host, port, secret=secret, tls=tls)
+            super().__init__(f"coordinator of {group.group_id}", host, port, secret=secret, tls=tls,
+                             bind_key="coordinator.host")
         except BaseException:
             self._stop_threads()
             raise
@@ -164,6 +166,7 @@ class CoordinatorServer(SecureFlightServer):
         self._stopping.set()
         self._ticker.join(5)
         self._rounds.close()
+        self._connections.close()
         self._prober.close()
         if self._saver is not None:
             self._saver.close()
@@ -276,7 +279,7 @@ class CoordinatorServer(SecureFlightServer):
         """Held up to wait_ms for the member's new assignment. A member killed during a round holds
         a sync, not a heartbeat: a held sync whose connection dropped gets its host probed too."""
         deadline = time.monotonic() + min(max(req.wait_ms, 0), MAX_SYNC_WAIT_MS) / 1000
-        with self._cond:
+        with self._connections.held(caller_gone) as dropped, self._cond:
             while True:
                 before = self._observable()
                 got = self._group.sync(
@@ -289,7 +292,7 @@ class CoordinatorServer(SecureFlightServer):
                     self._wake_if_changed(before)
                 if got is not None or time.monotonic() >= deadline or self._stopping.is_set():
                     break
-                if not self._hold(deadline, caller_gone):
+                if not self._hold(deadline, dropped):
                     self._probe_member(req.member_id, "its sync's connection dropped")
                     break
         if got is None:
@@ -310,7 +313,7 @@ class CoordinatorServer(SecureFlightServer):
         time, so a held heartbeat whose connection dropped (`caller_gone`) is the first sign of a
         killed host: its endpoint is probed at once."""
         deadline = time.monotonic() + min(max(req.wait_ms, 0), MAX_SYNC_WAIT_MS) / 1000
-        with self._cond:
+        with self._connections.held(caller_gone) as dropped, self._cond:
             while True:
                 self._group.heartbeat(
                     member_id=req.member_id, instance_id=req.group_instance_id, generation=req.generation,
@@ -318,21 +321,21 @@ class CoordinatorServer(SecureFlightServer):
                 )
                 if time.monotonic() >= deadline or self._stopping.is_set():
                     return HeartbeatResponse()
-                if not self._hold(deadline, caller_gone):
+                if not self._hold(deadline, dropped):
                     self._probe_member(req.member_id, "its heartbeat's connection dropped")
                     return HeartbeatResponse()
 
-    def _hold(self, deadline: float, caller_gone: Callable[[], bool]) -> bool:
-        """Under the lock: wait until notified or `deadline` (True), looking every
-        CONNECTION_CHECK_S whether the caller is still connected (False as soon as it is not)."""
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return True
-            if caller_gone():
-                return False
-            if self._cond.wait(min(remaining, CONNECTION_CHECK_S)):
-                return True
+    def _hold(self, deadline: float, dropped: Callable[[], bool]) -> bool:
+        """Under the lock: wait until notified or `deadline` (True); False when the caller's
+        connection dropped (the ConnectionWatch wakes every held call when one did)."""
+        remaining = deadline - time.monotonic()
+        if remaining > 0 and not dropped():
+            self._cond.wait(remaining)
+        return not dropped()
+
+    def _wake_held_calls(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
 
     def _leave(self, req: LeaveRequest) -> LeaveResponse:
         with self._cond:
@@ -365,7 +368,7 @@ class CoordinatorServer(SecureFlightServer):
         reports = parse_reports(req.tasks)
         with self._cond:
             self._group.check_generation(member_id=req.member_id, instance_id=None, generation=req.generation)
-            self._task_reports.record(req.member_id, req.generation, req.endpoint, reports)
+            self._task_reports.record(req.member_id, req.generation, req.endpoint, reports, req.pid or None)
         return ReportTasksResponse()
 
     def _task_status(self, req: TaskStatusRequest) -> TaskStatusResponse:
@@ -437,7 +440,7 @@ class CoordinatorServer(SecureFlightServer):
         member to the round must not wake hundreds of waiters (that is quadratic per round)."""
         if self._saver is not None:
             self._saver.notify()
-        if self._group.pending_round() is not None:
+        if self._group.pending_number is not None:
             self._rounds.notify()
         generation, state, members = self._observable()
         if (generation, state) != before[:2] or members < before[2]:

@@ -29,7 +29,7 @@ from streams_rt.coordinator.group import Group, Member, RoundAssigner
 from streams_rt.coordinator.group_record import GroupRecord
 from streams_rt.coordinator.history import RebalanceHistory
 from streams_rt.coordinator.http_endpoint import HttpEndpoint
-from streams_rt.coordinator.metrics import RebalanceMetrics
+from streams_rt.coordinator.metrics import HostRestarts, RebalanceMetrics
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.server import CoordinatorServer, monotonic_ms
 from streams_rt.coordinator.state_store import CoordinatorSnapshot, StateStore
@@ -115,6 +115,7 @@ class Coordinator:
         self.config = config
         self.secret = secret if secret is not None else SharedSecret.generate() if settings.authenticate else None
         self.metrics = RebalanceMetrics()
+        self.host_restarts = HostRestarts()
         self.history = RebalanceHistory()
         self._clock = clock
         self._wall_clock_ms = wall_clock_ms
@@ -171,7 +172,8 @@ class Coordinator:
         self._discovery: tuple[Path, CoordinatorFile] | None = None
         try:
             if config.http_enabled:
-                self._http = HttpEndpoint(self.status, config.http_host, config.http_port)
+                self._http = HttpEndpoint(self.status, config.http_host, config.http_port, secret=self.secret,
+                                          tls_files=settings.server_tls_files())
             if discovery_dir is not None:
                 pid, started = this_process()
                 found = CoordinatorFile(config.application_id, self.address, self.http_url, pid, started,
@@ -237,14 +239,24 @@ class Coordinator:
                 group=self.group,
                 tasks=self._task_reports.status(self.group),
                 endpoints=self._task_reports.endpoints(self.group),
+                pids=self._task_reports.pids(self.group),
                 lags=getattr(self._planner, "reported_lags", {}),
                 rebalances=self.history.events(),
-                metrics=self.metrics.snapshot(self._clock()),
+                metrics={**self.metrics.snapshot(self._clock()), **self.host_restarts.snapshot(self._clock())},
                 coordinator=self.address,
                 http=self.http_url,
                 now_ms=self._wall_clock_ms(),
                 draining=getattr(self._planner, "draining", frozenset()),
             )
+
+    def member_endpoints(self) -> set[str]:
+        """The batch endpoints the group's members reported (a host that never reported is left out)."""
+        with self._server.lock:
+            return set(self._task_reports.endpoints(self.group).values())
+
+    def host_restarted(self) -> None:
+        """The driver restarted a task host that died: counted in `host-restart-total`."""
+        self.host_restarts.record(self._clock())
 
     def _generation_formed(self) -> None:
         """Under the group lock, after a round was applied: record it, and log what moved and why."""

@@ -20,6 +20,7 @@ def build_status(
     group: Group,
     tasks: Mapping[TaskId, TaskStatus],
     endpoints: Mapping[str, str],
+    pids: Mapping[str, int],
     lags: Mapping[str, Mapping[TaskId, int]],
     rebalances: Sequence[RebalanceEvent],
     metrics: Mapping[str, float],
@@ -29,9 +30,10 @@ def build_status(
     draining: Collection[str] = (),
 ) -> dict[str, Any]:
     """`tasks` is every task's status (TaskReports.status), `endpoints` each member's batch endpoint
-    as it reported it, `lags` each member's reported lag per stateful task (as of the last round),
-    `rebalances` oldest first, `coordinator` and `http` its addresses (None: no HTTP endpoint),
-    `now_ms` epoch milliseconds, `draining` the members being drained (`streams-rt drain`)."""
+    and `pids` its host's process id as it reported them, `lags` each member's reported lag per
+    stateful task (as of the last round), `rebalances` oldest first, `coordinator` and `http` its
+    addresses (None: no HTTP endpoint), `now_ms` epoch milliseconds, `draining` the members being
+    drained (`streams-rt drain`)."""
     hosts = []
     standbys: dict[TaskId, list[str]] = {}
     warmups: dict[TaskId, list[str]] = {}
@@ -44,6 +46,7 @@ def build_status(
             "name": short_member_id(member_id),
             "instance_id": member.instance_id,
             "endpoint": endpoints.get(member_id),
+            "pid": pids.get(member_id),
             # its interactive-query endpoint (host:port), as its subscription carries it (application.server)
             "query_endpoint": getattr(getattr(member.subscription, "info", None), "user_endpoint", None),
             "capacity": member.capacity,

@@ -15,11 +15,20 @@ from streams_rt.assignment.lag import RUNNING, is_caught_up, lag_code
 from streams_rt.coordinator.assignment_content import SourceTopics, build_contents
 from streams_rt.coordinator.departures import DepartureTracker
 from streams_rt.coordinator.errors import SubscriptionRejected
-from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome, assignment_inputs_changed
+from streams_rt.coordinator.group import (
+    Member,
+    MemberAssignment,
+    RoundOutcome,
+    SupersededCheck,
+    assignment_inputs_changed,
+    never_superseded,
+)
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
 from streams_rt.coordinator.user_data import (
     AssignmentContent,
     DecodedSubscription,
+    MemberWriter,
+    RoundContent,
     StreamsUserDataCodec,
     UserDataCodec,
     parse_endpoint,
@@ -38,6 +47,7 @@ from streams_rt.protocol.errors import MalformedUserData
 from streams_rt.rpc.errors import GroupError, GroupErrorException, shorten
 
 log = logging.getLogger(__name__)
+CHECK_EVERY_MEMBERS = 64  # while writing a round's assignments, look this often whether it was superseded
 END_OFFSETS_RETRY_MS = 5_000  # the next round after one that could not read the changelogs' end offsets
 
 
@@ -193,7 +203,10 @@ class StreamsRoundPlanner:
             return f"the group's commonly supported version {was.commonly_supported} -> {now.commonly_supported}"
         return None
 
-    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
+    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int,
+                 check: SupersededCheck = never_superseded) -> RoundOutcome:
+        """The round's outcome. `check` is called between steps (and every CHECK_EVERY_MEMBERS members
+        written): it raises RoundSuperseded once the round no longer matters, which stops it there."""
         subs: dict[str, DecodedSubscription] = {mid: m.subscription for mid, m in members.items()}
         latest = self.latest_supported_version
         versions = RoundVersions.of(subs.values(), latest, self.policy.metadata_version_cap)
@@ -218,7 +231,7 @@ class StreamsRoundPlanner:
         else:
             departures = self._departures.copy()
             try:
-                planned, next_at, readings = self._assign(members, subs, protocol, now_ms, departures)
+                planned, next_at, readings = self._assign(members, subs, protocol, now_ms, departures, check)
             except BrokerUnreachable as e:
                 # Kafka's StreamsPartitionAssignor does the same when it cannot list the changelogs'
                 # end offsets: everyone keeps its tasks, and another round retries soon.
@@ -234,6 +247,7 @@ class StreamsRoundPlanner:
             mid: s.info.prev_tasks if s.info and not members[mid].revoked_all else frozenset()
             for mid, s in subs.items()
         }
+        check()
         safe, followup = enforce_handoff(planned, claims)
         if followup or any(a.revoke for a in safe.values()):
             next_at = now_ms
@@ -244,22 +258,36 @@ class StreamsRoundPlanner:
                 endpoints[mid] = _endpoint(s)
             except ValueError as e:
                 endpoints[mid], unwritable[mid] = None, str(e)
-        contents = build_contents(safe, endpoints, self.topics, self._wire_time(next_at, now_ms))
-        assignments = {
-            mid: self._encode(mid, generation, protocol, versions, contents[mid], a, unwritable.get(mid))
-            for mid, a in safe.items()
-        }
+        shared, contents = build_contents(safe, endpoints, self.topics, self._wire_time(next_at, now_ms))
+        check()
+        write = self._writer(generation, versions, shared)
+        assignments: dict[str, MemberAssignment] = {}
+        for i, (mid, a) in enumerate(safe.items(), 1):
+            assignments[mid] = self._encode(mid, generation, protocol, write, contents[mid], a, unwritable.get(mid))
+            if i % CHECK_EVERY_MEMBERS == 0:
+                check()
         return RoundOutcome(assignments, protocol, next_at, commit=self._keeper(departures, readings))
 
+    def _writer(self, generation: int, versions: RoundVersions, shared: RoundContent) -> MemberWriter | str:
+        """The round's assignment writer, or why there is none (then every member gets ASSIGNMENT_ERROR:
+        what they all share cannot be written)."""
+        try:
+            return self.codec.assignment_writer(versions.used, versions.commonly_supported, shared)
+        except Exception as e:
+            log.exception("generation %d: cannot write what every member's assignment shares", generation)
+            return type(e).__name__
+
     def _encode(
-        self, member_id: str, generation: int, protocol: RebalanceProtocol, versions: RoundVersions,
+        self, member_id: str, generation: int, protocol: RebalanceProtocol, write: MemberWriter | str,
         content: AssignmentContent, tasks: ClientAssignment, unwritable: str | None,
     ) -> MemberAssignment:
         """One member's assignment; if it cannot be written, that member alone gets ASSIGNMENT_ERROR
         (and stops, so the group forgets it and a round moves its tasks to the others)."""
-        if unwritable is None:
+        if isinstance(write, str):
+            unwritable = write  # logged once, by _writer
+        elif unwritable is None:
             try:
-                data = self.codec.encode_assignment(versions.used, versions.commonly_supported, content)
+                data = write(content)
                 return MemberAssignment(generation, protocol, data, tasks=tasks)
             except Exception as e:
                 log.exception("generation %d: cannot write member %s's assignment", generation, member_id)
@@ -285,8 +313,9 @@ class StreamsRoundPlanner:
     def _shutdown_round(
         self, members: Mapping[str, Member], generation: int, versions: RoundVersions, protocol: RebalanceProtocol
     ) -> RoundOutcome:
-        content = AssignmentContent(error_code=AssignorError.SHUTDOWN_REQUESTED)
-        user_data = self.codec.encode_assignment(versions.used, versions.commonly_supported, content)
+        shared = RoundContent(error_code=AssignorError.SHUTDOWN_REQUESTED)
+        write = self.codec.assignment_writer(versions.used, versions.commonly_supported, shared)
+        user_data = write(AssignmentContent())
         if versions.used < MIN_ERROR_CODE_VERSION:
             log.error(
                 "generation %d: a shutdown was requested, but a member subscribed at version %d, which cannot"
@@ -315,6 +344,7 @@ class StreamsRoundPlanner:
         protocol: RebalanceProtocol,
         now_ms: int,
         departures: DepartureTracker,
+        check: SupersededCheck,
     ) -> tuple[dict[str, ClientAssignment], int | None, RoundReadings]:
         by_process: dict[uuid.UUID, str] = {}
         clients: list[ClientState] = []
@@ -341,11 +371,14 @@ class StreamsRoundPlanner:
                     draining=mid in self.draining,
                 )
             )
-        ends = self._end_offsets()
+        check()
+        ends = self._end_offsets()  # a broker round trip: the round may be superseded meanwhile
+        check()
         held = departures.held_tasks(
             by_process, lambda t: self._caught_up_elsewhere(t, clients, ends), now_ms
         )
         result = assign(self.tasks - held, clients, ends, self.configs, protocol, now_ms)
+        check()
         departures.record_round({pid: a.active for pid, a in result.clients.items()})
         planned = {mid: ClientAssignment() for mid in members}
         for pid, a in result.clients.items():

@@ -20,6 +20,7 @@ class _HostReport:
     generation: int
     endpoint: str
     tasks: Mapping[TaskId, TaskReport]
+    pid: int | None
 
 
 class TaskReports:
@@ -33,8 +34,9 @@ class TaskReports:
         up on them (a round that did not read the lags, as a probing one, passes what it kept)."""
         self._caught_up = dict(caught_up)
 
-    def record(self, member_id: str, generation: int, endpoint: str, tasks: Mapping[TaskId, TaskReport]) -> None:
-        self._reports[member_id] = _HostReport(generation, endpoint, dict(tasks))
+    def record(self, member_id: str, generation: int, endpoint: str, tasks: Mapping[TaskId, TaskReport],
+               pid: int | None = None) -> None:
+        self._reports[member_id] = _HostReport(generation, endpoint, dict(tasks), pid)
 
     def members_at(self, endpoint: str, group: Group) -> list[str]:
         """The members of `group` whose latest report names `endpoint` as their batch endpoint."""
@@ -44,6 +46,10 @@ class TaskReports:
         """Each member's batch endpoint, as its latest report named it (members that never reported
         are left out)."""
         return {mid: report.endpoint for mid, report in self._reports.items() if mid in group.members}
+
+    def pids(self, group: Group) -> dict[str, int]:
+        """Each member's host process id, as its latest report told it (members that never did are left out)."""
+        return {mid: r.pid for mid, r in self._reports.items() if r.pid is not None and mid in group.members}
 
     def status(self, group: Group) -> dict[TaskId, TaskStatus]:
         """Every task of the topology with its current owner and, if that owner reported for its

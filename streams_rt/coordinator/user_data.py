@@ -7,14 +7,14 @@ product code knowing any version above its own."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from streams_rt.protocol import (
     LATEST_SUPPORTED_VERSION,
     NO_NEXT_REBALANCE,
-    AssignmentInfo,
+    AssignmentWriter,
     AssignorError,
     FutureSubscriptionInfo,
     HostInfo,
@@ -59,15 +59,26 @@ def parse_endpoint(text: str) -> HostInfo:
 
 
 @dataclass(frozen=True)
-class AssignmentContent:
-    """One member's AssignmentInfo fields, independent of the version they are encoded at."""
+class RoundContent:
+    """What every member's AssignmentInfo of one round carries alike: the group-wide partitions by
+    host (what interactive queries route with), the error code and the next rebalance time."""
 
-    active_tasks: tuple[TaskId, ...] = ()
-    standby_tasks: Mapping[TaskId, Partitions] = field(default_factory=dict)
     partitions_by_host: Mapping[HostInfo, Partitions] = field(default_factory=dict)
     standby_partitions_by_host: Mapping[HostInfo, Partitions] = field(default_factory=dict)
     error_code: AssignorError = AssignorError.NONE
     next_rebalance_ms: int = NO_NEXT_REBALANCE
+
+
+@dataclass(frozen=True)
+class AssignmentContent:
+    """One member's own AssignmentInfo fields, independent of the version they are encoded at."""
+
+    active_tasks: tuple[TaskId, ...] = ()
+    standby_tasks: Mapping[TaskId, Partitions] = field(default_factory=dict)
+
+
+# Writes one member's assignment of a round; raises (ValueError, say) for content it cannot write.
+MemberWriter = Callable[[AssignmentContent], bytes]
 
 
 class UserDataCodec(Protocol):
@@ -77,7 +88,9 @@ class UserDataCodec(Protocol):
 
     def decode_subscription(self, data: bytes) -> DecodedSubscription: ...
 
-    def encode_assignment(self, version: int, commonly_supported: int, content: AssignmentContent) -> bytes: ...
+    def assignment_writer(self, version: int, commonly_supported: int, shared: RoundContent) -> MemberWriter:
+        """The writer of every member's assignment of one round: what they share is encoded once."""
+        ...
 
 
 class StreamsUserDataCodec:
@@ -97,16 +110,24 @@ class StreamsUserDataCodec:
             return DecodedSubscription(s.version, s.latest_supported_version, None)
         return DecodedSubscription(s.version, s.latest_supported_version, s)
 
-    def encode_assignment(self, version: int, commonly_supported: int, content: AssignmentContent) -> bytes:
+    def assignment_writer(
+        self, version: int, commonly_supported: int, shared: RoundContent = RoundContent()
+    ) -> MemberWriter:
+        """Raises ValueError when `version` is above this codec's latest or cannot carry `shared`."""
         if version > self.latest_supported_version:
             raise ValueError(f"cannot write assignment version {version} (latest {self.latest_supported_version})")
-        return AssignmentInfo.for_version(
+        writer = AssignmentWriter(
             version,
             commonly_supported_version=commonly_supported,
-            active_tasks=content.active_tasks,
-            standby_tasks=content.standby_tasks,
-            partitions_by_host=content.partitions_by_host,
-            standby_partitions_by_host=content.standby_partitions_by_host,
-            error_code=content.error_code,
-            next_rebalance_ms=content.next_rebalance_ms,
-        ).encode()
+            partitions_by_host=shared.partitions_by_host,
+            standby_partitions_by_host=shared.standby_partitions_by_host,
+            error_code=shared.error_code,
+            next_rebalance_ms=shared.next_rebalance_ms,
+        )
+        return lambda content: writer.encode(content.active_tasks, content.standby_tasks)
+
+    def encode_assignment(
+        self, version: int, commonly_supported: int, content: AssignmentContent, shared: RoundContent = RoundContent()
+    ) -> bytes:
+        """One assignment on its own (a round writes its members' through one `assignment_writer`)."""
+        return self.assignment_writer(version, commonly_supported, shared)(content)

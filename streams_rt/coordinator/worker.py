@@ -24,6 +24,11 @@ class Worker:
         self._wake.set()
         self._thread.join(timeout_s)
 
+    @property
+    def closing(self) -> bool:
+        """close() was called: a long piece of work may stop early."""
+        return self._stopping.is_set()
+
     def work(self) -> None:
         """One pass; overridden. Call `notify()` to be run again at once."""
 

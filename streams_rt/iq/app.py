@@ -24,6 +24,7 @@ from streams_rt.iq.routing import GroupView, StoreInfo, store_catalog
 from streams_rt.iq.settings import QuerySettings
 from streams_rt.protocol import TaskId
 from streams_rt.protocol.wire import INT64_MAX
+from streams_rt.rpc.http_auth import HttpAccess
 from streams_rt.state import TaskStateBusy
 from streams_rt.tasks.host import HostedTask, TaskHost
 
@@ -65,10 +66,12 @@ def raw_path(request: Request) -> str:
 
 class QueryApp:
     """Binds the routes to one host. `endpoint` is what this host is called in the group's
-    metadata (known once the server has bound its port)."""
+    metadata (known once the server has bound its port); `access` how the other hosts' endpoints
+    are reached (scheme, the run's secret, the truststore) for redirects and proxied reads."""
 
-    def __init__(self, host: TaskHost, settings: QuerySettings, endpoint: Callable[[], str]) -> None:
-        self.host, self.settings, self._endpoint = host, settings, endpoint
+    def __init__(self, host: TaskHost, settings: QuerySettings, endpoint: Callable[[], str],
+                 access: HttpAccess = HttpAccess()) -> None:
+        self.host, self.settings, self._endpoint, self.access = host, settings, endpoint, access
         self.catalog = store_catalog(host.topology, host.layout)
         self.reads = LocalReads(host)
         self._proxy: httpx.AsyncClient | None = None
@@ -113,7 +116,7 @@ class QueryApp:
                               "may be moving it); ask again", task=str(task))
         if route == "proxy":
             return await self.proxy(request, owners.active)
-        location = f"http://{owners.active}{raw_path(request)}"
+        location = f"{self.access.url(owners.active)}{raw_path(request)}"
         if request.url.query:
             location += f"?{request.url.query}"
         return json_response({"moved_to": owners.active, "task": str(task)}, 307, {"Location": location})
@@ -121,10 +124,11 @@ class QueryApp:
     async def proxy(self, request: Request, owner: str) -> Response:
         """Ask the owner (once: its own answer, a 307 included, goes back as it is)."""
         if self._proxy is None:
-            self._proxy = httpx.AsyncClient(timeout=self.settings.proxy_timeout_s)
+            self._proxy = httpx.AsyncClient(timeout=self.settings.proxy_timeout_s, headers=self.access.headers(),
+                                            verify=self.access.verify())
         params = httpx.QueryParams([(k, v) for k, v in request.query_params.multi_items() if k != "route"])
         try:
-            answer = await self._proxy.get(f"http://{owner}{raw_path(request)}", params=params)
+            answer = await self._proxy.get(f"{self.access.url(owner)}{raw_path(request)}", params=params)
         except httpx.HTTPError as e:
             raise unavailable("OWNER_UNREACHABLE", f"the owner {owner} did not answer: {type(e).__name__}: {e}",
                               owner=owner) from None

@@ -1,6 +1,9 @@
 """A Python client for the query endpoint: `Client(bootstrap_url)` reads the group's metadata from
 any host, routes each key to the host that holds it (murmur2 over the key's bytes, as the hosts
 do), and follows the metadata when it changes (a 307 from a host, a host that does not answer).
+Every request carries the application run's secret when there is one (`secret`, else the one in
+$STREAMS_RT_AUTH_SECRET, as the driver hands it to its hosts); an https bootstrap URL makes every
+host's URL https, checked against `truststore` (else the system's roots).
 
     with Client("http://127.0.0.1:8000") as client:
         client.get("word-counts", "hello").value
@@ -14,6 +17,7 @@ import json
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,6 +25,8 @@ import httpx
 from streams_rt.iq.codec import encode_base64url, key_bytes
 from streams_rt.kafka.partitioner import partition_for
 from streams_rt.protocol import TaskId
+from streams_rt.rpc.auth import SharedSecret
+from streams_rt.rpc.http_auth import HttpAccess
 from streams_rt.topology.serdes import Serde, Serdes
 
 _SERDES: dict[str, Serde[Any]] = {"string": Serdes.string(), "int32": Serdes.int32(), "int64": Serdes.int64(),
@@ -66,15 +72,19 @@ def key_path(serde_name: str, key: Any) -> str:
 
 
 class Client:
-    def __init__(self, bootstrap_url: str, timeout_s: float = 10.0) -> None:
+    def __init__(self, bootstrap_url: str, timeout_s: float = 10.0, *, secret: SharedSecret | None = None,
+                 truststore: Path | None = None) -> None:
         self._bootstrap = bootstrap_url.rstrip("/")
-        self._http = httpx.Client(timeout=timeout_s)
+        chosen = secret if secret is not None else SharedSecret.from_environment()
+        self._access = HttpAccess.of_url(self._bootstrap, chosen, truststore)
+        self._http = httpx.Client(timeout=timeout_s, headers=self._access.headers(), verify=self._access.verify())
         self._metadata: dict[str, Any] | None = None
 
     # -- metadata --------------------------------------------------------------------------------
     def metadata(self, refresh: bool = False) -> dict[str, Any]:
         if self._metadata is None or refresh:
-            urls = [self._bootstrap] + [f"http://{h['endpoint']}" for h in (self._metadata or {}).get("hosts", [])]
+            known = (self._metadata or {}).get("hosts", [])
+            urls = [self._bootstrap] + [self._access.url(h["endpoint"]) for h in known]
             error: Exception | None = None
             for url in urls:
                 try:
@@ -98,7 +108,7 @@ class Client:
         info = self.store(store)
         serde = _SERDES.get(info["key_serde"])
         if serde is None:  # a serde this client does not know: any host redirects
-            return self._bootstrap.removeprefix("http://")
+            return self._bootstrap.split("://", 1)[-1]
         data = key_bytes(serde, key_text(info["key_serde"], key))
         task = str(TaskId(info["subtopology"], partition_for(data, info["partitions"])))
         for host in self.metadata()["hosts"]:
@@ -141,7 +151,7 @@ class Client:
         def pages(host: str) -> Iterator[tuple[bytes, Any, Any]]:
             cursor = None
             while True:
-                body = self._json(self._http.get(f"http://{host}/v1/stores/{store}/{kind}",
+                body = self._json(self._http.get(f"{self._access.url(host)}/v1/stores/{store}/{kind}",
                                                  params={**params, **_params(cursor=cursor)}))
                 for entry in body["entries"]:
                     text = key_text(info["key_serde"], entry["key"])
@@ -160,7 +170,7 @@ class Client:
         for attempt in range(2):
             host = self.owner(store, key)
             try:
-                answer = self._http.get(f"http://{host}{path}", params=params)
+                answer = self._http.get(f"{self._access.url(host)}{path}", params=params)
             except httpx.TransportError:
                 if attempt:
                     raise

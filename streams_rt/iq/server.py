@@ -7,13 +7,19 @@ import asyncio
 import logging
 import socket
 import threading
+from pathlib import Path
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from streams_rt.config import StreamsConfig
 from streams_rt.iq.app import PointLookups, QueryApp, create_app
 from streams_rt.iq.metrics import MetricsEndpoint
 from streams_rt.iq.settings import QuerySettings
+from streams_rt.rpc.auth import SharedSecret
+from streams_rt.rpc.http_auth import BearerCheck, HttpAccess
+from streams_rt.rpc.settings import ControlPlaneSettings
+from streams_rt.rpc.transport import check_exposure
 from streams_rt.tasks.host import TaskHost
 
 log = logging.getLogger(__name__)
@@ -22,12 +28,22 @@ STOP_TIMEOUT_S = 10.0
 
 
 class QueryServer:
-    def __init__(self, host: TaskHost, settings: QuerySettings) -> None:
+    """With the run's secret (`access.secret`) every request (metrics included) takes it as a bearer
+    token; with `tls_files` (certificate chain, private key) it speaks HTTPS. Beyond loopback it
+    needs both (InsecureBindError naming iq.bind.host)."""
+
+    def __init__(self, host: TaskHost, settings: QuerySettings, access: HttpAccess = HttpAccess(),
+                 tls_files: tuple[Path, Path] | None = None) -> None:
+        check_exposure("the interactive-query endpoint", "iq.bind.host", settings.bind_host,
+                       authenticated=access.secret is not None, tls=tls_files is not None)
         self.settings = settings
         self.endpoint = ""
-        self.queries = QueryApp(host, settings, lambda: self.endpoint)
+        self._tls_files = tls_files
+        self.queries = QueryApp(host, settings, lambda: self.endpoint, access)
         self.app = create_app(self.queries)
-        self.asgi = MetricsEndpoint(PointLookups(self.app, self.queries), host.metrics_registry)
+        self.asgi: ASGIApp = MetricsEndpoint(PointLookups(self.app, self.queries), host.metrics_registry)
+        if access.secret is not None:
+            self.asgi = BearerCheck(self.asgi, access.secret, "the interactive-query endpoint")
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -43,8 +59,10 @@ class QueryServer:
         sock.listen(1024)
         port = sock.getsockname()[1]
         self.endpoint = self.settings.advertised or f"{self.settings.bind_host}:{port}"
-        config = uvicorn.Config(self.asgi, loop="uvloop", http="httptools",
-                                lifespan="off", access_log=False, log_level="warning", timeout_keep_alive=30)
+        certificate, key = self._tls_files if self._tls_files is not None else (None, None)
+        config = uvicorn.Config(self.asgi, loop="uvloop", http="httptools", ssl_certfile=certificate,
+                                ssl_keyfile=key, lifespan="off", access_log=False, log_level="warning",
+                                timeout_keep_alive=30)
         self._server = server = uvicorn.Server(config)
         started = threading.Event()
 
@@ -59,8 +77,8 @@ class QueryServer:
         self._thread = threading.Thread(target=serve, name="streams-rt-queries", daemon=True)
         self._thread.start()
         started.wait(10)
-        log.info("interactive queries at http://%s/v1, metrics at /metrics (bound to %s:%d)", self.endpoint,
-                 self.settings.bind_host, port)
+        log.info("interactive queries at %s/v1, metrics at /metrics (bound to %s:%d)",
+                 self.queries.access.url(self.endpoint), self.settings.bind_host, port)
         return self.endpoint
 
     def close(self) -> None:
@@ -73,4 +91,9 @@ class QueryServer:
 def query_server(config: StreamsConfig, host: TaskHost) -> QueryServer | None:
     """The factory a task host process is given: the server its configuration asks for, if any."""
     settings = QuerySettings.from_config(config)
-    return QueryServer(host, settings) if settings.enabled else None
+    if not settings.enabled:
+        return None
+    control = ControlPlaneSettings.from_config(config)
+    tls_files = control.server_tls_files()
+    access = HttpAccess(SharedSecret.from_environment(), tls_files is not None, control.ssl_truststore_location)
+    return QueryServer(host, settings, access, tls_files)

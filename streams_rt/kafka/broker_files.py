@@ -105,12 +105,35 @@ def jvm_environment() -> dict[str, str]:
     return {**os.environ, "LC_ALL": "C.UTF-8"}
 
 
-def server_properties(files: BrokerFiles, port: int, controller_port: int) -> str:
-    """Kafka's configuration: one combined KRaft broker and controller on loopback."""
+@dataclass(frozen=True)
+class Quorum:
+    """One node's place in a KRaft cluster of several combined broker+controller nodes on loopback:
+    every node is a voter; the broker's internal topics get `replicas` replicas (3 nodes: 3, and
+    `min.insync.replicas` 2, Kafka's production advice, as the broker default for every topic)."""
+
+    node_id: int
+    voters: tuple[tuple[int, int], ...]  # (node id, controller port) of every node
+    cluster_id: str
+
+    @property
+    def replicas(self) -> int:
+        return len(self.voters)
+
+    @property
+    def min_insync(self) -> int:
+        return min(2, self.replicas)
+
+
+def server_properties(files: BrokerFiles, port: int, controller_port: int, quorum: Quorum | None = None) -> str:
+    """Kafka's configuration: one combined KRaft broker and controller on loopback, alone or a node
+    of `quorum`."""
+    node_id, replicas, min_insync = (quorum.node_id, quorum.replicas, quorum.min_insync) if quorum else (1, 1, 1)
+    voters = (",".join(f"{n}@{LOOPBACK}:{p}" for n, p in quorum.voters) if quorum
+              else f"1@{LOOPBACK}:{controller_port}")
     return format_properties({
         "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": f"1@{LOOPBACK}:{controller_port}",
+        "node.id": str(node_id),
+        "controller.quorum.voters": voters,
         "listeners": f"PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller_port}",
         "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
         "controller.listener.names": "CONTROLLER",
@@ -119,13 +142,15 @@ def server_properties(files: BrokerFiles, port: int, controller_port: int) -> st
         "log.dirs": str(files.data),
         "num.partitions": "1",
         "auto.create.topics.enable": "false",
-        "offsets.topic.replication.factor": "1",
+        "offsets.topic.replication.factor": str(replicas),
         "offsets.topic.num.partitions": "4",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.replication.factor": str(replicas),
+        "transaction.state.log.min.isr": str(min_insync),
         "transaction.state.log.num.partitions": "4",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": str(replicas),
+        "share.coordinator.state.topic.min.isr": str(min_insync),
+        "default.replication.factor": str(replicas),
+        "min.insync.replicas": str(min_insync),
         "group.initial.rebalance.delay.ms": "0",
         # No time-based retention: tests and examples write records with made-up timestamps (1970's),
         # which the default 7 days would delete at the broker's next retention check (every 5 min),

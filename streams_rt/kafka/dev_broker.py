@@ -35,7 +35,7 @@ import sys
 import time
 from collections.abc import Iterator, Set
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from streams_rt.kafka import broker_leases
@@ -44,6 +44,7 @@ from streams_rt.kafka.broker_files import (
     BrokerError,
     BrokerFiles,
     BrokerInfo,
+    Quorum,
     UnreadableRecordError,
     check_directory,
     jvm_environment,
@@ -82,7 +83,10 @@ class DevBroker:
         java: str | None = None,
         libs: Path = KAFKA_LIBS,
         heap: str = "512m",
+        quorum: Quorum | None = None,
     ) -> None:
+        """`quorum`: this broker is one node of a cluster (dev_cluster.py), on `port` and its
+        controller port there; None: a cluster of its own."""
         # Absolute: the broker's command line names its server.properties, which identifies it in /proc.
         self.directory = (Path(directory) if directory else default_directory()).resolve()
         self.files = BrokerFiles.of(self.directory)
@@ -90,6 +94,7 @@ class DevBroker:
         self.java = java
         self.libs = libs
         self.heap = heap
+        self.quorum = quorum
 
     @property
     def log_file(self) -> Path:
@@ -103,17 +108,33 @@ class DevBroker:
         before writing anything, for a directory Kafka cannot use; and when this directory's broker is
         alive but does not answer, or `broker.json` cannot be read or does not name it: a second JVM
         on the same data would fail, so it has to be stopped first."""
+        launched = self.launch(owned)
+        return launched if isinstance(launched, BrokerInfo) else launched.ready()
+
+    def launch(self, owned: bool = True) -> BrokerInfo | Launched:
+        """`start` without the wait: the running broker (`reused`), or the process just launched,
+        whose `ready()` waits for it. A cluster launches all its nodes before waiting for any: a node
+        answers only once a majority of the quorum runs. An owned broker dies with the thread that
+        called this."""
         java, classpath = self._preflight()
-        with self._start_lock():
+        # The start lock stays held until `ready()` has recorded the broker: meanwhile `status` says
+        # "starting" and `stop` waits.
+        held = contextlib.ExitStack()
+        held.enter_context(self._start_lock())
+        try:
             running = self._running()
             if running is not None:
                 log.info("reusing the Kafka broker already running at %s (pid %d)",
                          running.bootstrap_servers, running.pid)
+                held.close()
                 return running
             port, controller_port = self._choose_ports()
             self._write_configuration(port, controller_port)
             self._format_storage(java, classpath)
-            return self._launch(java, classpath, port, owned)
+            return self._spawn(java, classpath, port, owned, held)
+        except BaseException:
+            held.close()
+            raise
 
     def shared(self) -> contextlib.AbstractContextManager[BrokerInfo]:
         """The broker of this directory for the block's duration, shared with every other process that
@@ -292,6 +313,10 @@ class DevBroker:
         """The requested port, else the ports of the previous run if free (so a restarted broker keeps
         its address), else fresh free ports."""
         previous = self._read_ports()
+        if self.quorum is not None:  # the cluster chose both, once, for the quorum's voters
+            voter_port = dict(self.quorum.voters)[self.quorum.node_id]
+            self.files.ports.write_text(json.dumps({"port": self.port, "controller_port": voter_port}))
+            return self.port, voter_port
         if self.port:
             if not _port_free(self.port):
                 raise BrokerError(f"port {self.port} on {LOOPBACK} is already in use;"
@@ -310,7 +335,7 @@ class DevBroker:
     def _write_configuration(self, port: int, controller_port: int) -> None:
         for directory in (self.files.logs, self.files.java_tmp):
             directory.mkdir(exist_ok=True)
-        self.files.server_properties.write_text(server_properties(self.files, port, controller_port))
+        self.files.server_properties.write_text(server_properties(self.files, port, controller_port, self.quorum))
         self.files.log4j2_properties.write_text(log4j2_properties(self.files))
 
     def _jvm_options(self) -> list[str]:
@@ -324,16 +349,17 @@ class DevBroker:
         rather than with --ignore-formatted, which would cost a JVM start on every restart)."""
         if (self.files.data / "meta.properties").exists():
             return
+        cluster_id = self.quorum.cluster_id if self.quorum is not None else new_cluster_id()
         result = subprocess.run(
             [java, *self._jvm_options(), "-cp", classpath, "kafka.tools.StorageTool", "format",
-             "-t", new_cluster_id(), "-c", str(self.files.server_properties)],
+             "-t", cluster_id, "-c", str(self.files.server_properties)],
             capture_output=True, text=True, timeout=120, cwd=self.directory, env=jvm_environment(),
         )
         if result.returncode != 0:
             raise BrokerError(f"formatting KRaft storage in {self.files.data} failed:\n"
                               f"{result.stdout}{result.stderr}")
 
-    def _launch(self, java: str, classpath: str, port: int, owned: bool) -> BrokerInfo:
+    def _spawn(self, java: str, classpath: str, port: int, owned: bool, held: contextlib.ExitStack) -> Launched:
         command = [
             java, f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
             "-Djava.awt.headless=true", *self._jvm_options(), "-cp", classpath,
@@ -346,6 +372,9 @@ class DevBroker:
                 cwd=self.directory, env=jvm_environment(), start_new_session=True,
                 preexec_fn=die_with_parent(os.getpid()) if owned else None,
             )
+        return Launched(self, process, port, began, held)
+
+    def _await(self, process: subprocess.Popen[bytes], port: int, began: float) -> BrokerInfo:
         # Until broker.json records it, only the command line finds this JVM: any failure or interrupt
         # (Ctrl-C included) before then must end it here.
         try:
@@ -411,6 +440,23 @@ def _tail(path: Path) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-_TAIL_LINES:])
     except OSError:
         return ""
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A broker process just launched: `ready()` waits until it answers and records it."""
+
+    broker: DevBroker
+    process: subprocess.Popen[bytes]
+    port: int
+    began: float
+    held: contextlib.ExitStack  # the directory's start lock, released once the broker is recorded (or failed)
+
+    def ready(self) -> BrokerInfo:
+        try:
+            return self.broker._await(self.process, self.port, self.began)
+        finally:
+            self.held.close()
 
 
 def _pid_list(pids: list[int]) -> str:

@@ -20,9 +20,14 @@ from streams_rt.protocol import TopicPartition
 # while a topic created a moment ago has no leader in the client's cached metadata, and the broker
 # UNKNOWN_LEADER_EPOCH while its new leader's epoch has not reached it: the same "settling" case,
 # except that the client's cache is refreshed only when asked for (below). After a broker restart
-# the cached leader epoch is older than the broker's (FENCED_LEADER_EPOCH) until that refresh.
+# the cached leader epoch is older than the broker's (FENCED_LEADER_EPOCH) until that refresh. A
+# leader elected a moment ago answers OFFSET_NOT_AVAILABLE until its high watermark has caught up
+# (retriable in Kafka's protocol; seen when a broker of three was killed).
 LIST_OFFSETS_RETRIABLE = RETRIABLE | {KafkaError._NOENT, KafkaError.UNKNOWN_LEADER_EPOCH,
-                                      KafkaError.FENCED_LEADER_EPOCH}
+                                      KafkaError.FENCED_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE}
+# Each attempt's own timeout: a request to a broker that died waits out its whole timeout (no error
+# comes back), so one long attempt kept the caller waiting 10 s after a leader had moved elsewhere.
+ATTEMPT_S = 2.0
 
 
 class BrokerUnreachable(RuntimeError):
@@ -46,7 +51,8 @@ def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeou
         futures = admin.list_offsets({KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.latest()
                                       for tp in wanted},
                                      isolation_level=IsolationLevel.READ_COMMITTED if read_committed
-                                     else IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout_s)
+                                     else IsolationLevel.READ_UNCOMMITTED,
+                                     request_timeout=max(0.5, min(ATTEMPT_S, deadline - time.monotonic())))
         answer = _offsets_or_error(futures)
         del futures
         if not isinstance(answer, KafkaError):
@@ -67,7 +73,9 @@ def end_offsets(admin: AdminClient, partitions: Iterable[TopicPartition], timeou
 def _offsets_or_error(futures: Mapping[KafkaTopicPartition, Future[Any]]) -> dict[TopicPartition, int] | KafkaError:
     """The offsets, or the first KafkaError. The futures' exceptions are read, not raised, and lose
     their tracebacks: through the client's callback the futures and a raised exception's frames form a
-    cycle the collector cannot see, which kept the client (and its reconnects to a gone broker) alive."""
+    cycle the collector cannot see, which kept the client (and its reconnects to a gone broker) alive.
+    A partition answered without an offset (-1001: its leadership moving, after one broker of several
+    stopped) is a leader not available, to be asked again."""
     for future in futures.values():
         error = future.exception()
         if error is not None:
@@ -75,7 +83,12 @@ def _offsets_or_error(futures: Mapping[KafkaTopicPartition, Future[Any]]) -> dic
             if isinstance(error, KafkaException):
                 return error.args[0]  # type: ignore[no-any-return]
             raise error
-    return {TopicPartition(k.topic, k.partition): f.result().offset for k, f in futures.items()}
+    found = {TopicPartition(k.topic, k.partition): f.result().offset for k, f in futures.items()}
+    unknown = [tp for tp, offset in found.items() if offset < 0]
+    if unknown:
+        return KafkaError(KafkaError.LEADER_NOT_AVAILABLE, f"no end offset for {', '.join(map(str, unknown[:3]))}"
+                          + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""))
+    return found
 
 
 def committed_or_earliest(admin: AdminClient, group: str, partitions: Iterable[TopicPartition],

@@ -2,7 +2,7 @@
 subscription/assignment user data codecs, the version rules of leader and member, the version
 each field appears in, the rebalance protocol and `upgrade.from`. Pure: no I/O."""
 
-from streams_rt.protocol.assignment import NO_NEXT_REBALANCE, AssignmentInfo, decode_assignment
+from streams_rt.protocol.assignment import NO_NEXT_REBALANCE, AssignmentInfo, AssignmentWriter, decode_assignment
 from streams_rt.protocol.errors import MalformedUserData
 from streams_rt.protocol.subscription import (
     FutureSubscriptionInfo,
@@ -67,6 +67,7 @@ __all__ = [
     "OFFSET_SUM_UNKNOWN",
     "UNKNOWN_VERSION",
     "AssignmentInfo",
+    "AssignmentWriter",
     "AssignorError",
     "FutureSubscriptionInfo",
     "HostInfo",

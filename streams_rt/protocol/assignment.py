@@ -119,34 +119,91 @@ class AssignmentInfo:
 
     def encode(self) -> bytes:
         """Kafka's bytes for this assignment, given the same iteration order of its collections."""
-        v = self.version
-        out = [I32.pack(v)]
-        if v >= EARLIEST_PROBEABLE_VERSION:
-            out.append(I32.pack(self.commonly_supported_version))
-        out.append(I32.pack(len(self.active_tasks)))
-        out += [_task_bytes(t, v) for t in self.active_tasks]
-        out.append(I32.pack(len(self.standby_tasks)))
-        for task, partitions in self.standby_tasks.items():
-            out += (_task_bytes(task, v), *_partitions_bytes(partitions))
-        if MIN_HOST_INFO_VERSION <= v < MIN_TOPIC_DICTIONARY_VERSION:
-            out.append(I32.pack(len(self.partitions_by_host)))
-            for host, partitions in self.partitions_by_host.items():
-                out += (*_host_bytes(host), *_partitions_bytes(partitions))
-        elif v >= MIN_TOPIC_DICTIONARY_VERSION:
-            maps = [self.partitions_by_host]
-            if v >= MIN_STANDBY_PARTITIONS_BY_HOST_VERSION:
-                maps.append(self.standby_partitions_by_host)
-            index = _topic_dictionary(maps, out)
-            for host_map in maps:
-                out.append(I32.pack(len(host_map)))
-                for host, partitions in host_map.items():
-                    out += (*_host_bytes(host), I32.pack(len(partitions)))
-                    out += [I32_PAIR.pack(index[tp.topic], tp.partition) for tp in partitions]
-        if v >= MIN_ERROR_CODE_VERSION:
-            out.append(I32.pack(self.error_code))
-        if v >= MIN_NEXT_REBALANCE_VERSION:
-            out.append(I64.pack(self.next_rebalance_ms))
-        return b"".join(out)
+        return b"".join([*_head_bytes(self), *_tasks_bytes(self.active_tasks, self.standby_tasks, self.version),
+                         *_shared_bytes(self)])
+
+
+class AssignmentWriter:
+    """Writes the AssignmentInfo of every member of one round at one version. All but a member's own
+    tasks is the same for every member (the group-wide partitions by host, the error code, the next
+    rebalance time): it is checked and encoded once, here. Each member's bytes carry every host, so
+    encoding them whole per member made a round of n members cost n squared.
+    `encode(...)` is byte for byte `AssignmentInfo.for_version(...).encode()` of the same content."""
+
+    def __init__(
+        self,
+        version: int,
+        *,
+        commonly_supported_version: int = LATEST_SUPPORTED_VERSION,
+        partitions_by_host: Mapping[HostInfo, Iterable[TopicPartition]] = _EMPTY,
+        standby_partitions_by_host: Mapping[HostInfo, Iterable[TopicPartition]] = _EMPTY,
+        error_code: AssignorError = AssignorError.NONE,
+        next_rebalance_ms: int = NO_NEXT_REBALANCE,
+    ) -> None:
+        """Raises ValueError for shared content that version cannot write (as AssignmentInfo does)."""
+        shared = AssignmentInfo.for_version(
+            version,
+            commonly_supported_version=commonly_supported_version,
+            partitions_by_host=partitions_by_host,
+            standby_partitions_by_host=standby_partitions_by_host,
+            error_code=error_code,
+            next_rebalance_ms=next_rebalance_ms,
+        )
+        self.version = version
+        self._head = b"".join(_head_bytes(shared))
+        self._shared = b"".join(_shared_bytes(shared))
+
+    def encode(
+        self,
+        active_tasks: Iterable[TaskId] = (),
+        standby_tasks: Mapping[TaskId, Iterable[TopicPartition]] = _EMPTY,
+    ) -> bytes:
+        """One member's AssignmentInfo; ValueError for tasks this version cannot write."""
+        active, standby = tuple(active_tasks), _tuples(standby_tasks)
+        _validate_tasks(self.version, active, standby)
+        return b"".join([self._head, *_tasks_bytes(active, standby, self.version), self._shared])
+
+
+def _head_bytes(info: AssignmentInfo) -> list[bytes]:
+    out = [I32.pack(info.version)]
+    if info.version >= EARLIEST_PROBEABLE_VERSION:
+        out.append(I32.pack(info.commonly_supported_version))
+    return out
+
+
+def _tasks_bytes(active: tuple[TaskId, ...], standby: Mapping[TaskId, Partitions], v: int) -> list[bytes]:
+    """The member's own part: its active task list and its standby task map."""
+    out = [I32.pack(len(active))]
+    out += [_task_bytes(t, v) for t in active]
+    out.append(I32.pack(len(standby)))
+    for task, partitions in standby.items():
+        out += (_task_bytes(task, v), *_partitions_bytes(partitions))
+    return out
+
+
+def _shared_bytes(info: AssignmentInfo) -> list[bytes]:
+    """What every member of a round gets alike: partitions by host, error code, next rebalance time."""
+    v = info.version
+    out: list[bytes] = []
+    if MIN_HOST_INFO_VERSION <= v < MIN_TOPIC_DICTIONARY_VERSION:
+        out.append(I32.pack(len(info.partitions_by_host)))
+        for host, partitions in info.partitions_by_host.items():
+            out += (*_host_bytes(host), *_partitions_bytes(partitions))
+    elif v >= MIN_TOPIC_DICTIONARY_VERSION:
+        maps = [info.partitions_by_host]
+        if v >= MIN_STANDBY_PARTITIONS_BY_HOST_VERSION:
+            maps.append(info.standby_partitions_by_host)
+        index = _topic_dictionary(maps, out)
+        for host_map in maps:
+            out.append(I32.pack(len(host_map)))
+            for host, partitions in host_map.items():
+                out += (*_host_bytes(host), I32.pack(len(partitions)))
+                out += [I32_PAIR.pack(index[tp.topic], tp.partition) for tp in partitions]
+    if v >= MIN_ERROR_CODE_VERSION:
+        out.append(I32.pack(info.error_code))
+    if v >= MIN_NEXT_REBALANCE_VERSION:
+        out.append(I64.pack(info.next_rebalance_ms))
+    return out
 
 
 def _task_bytes(task: TaskId, version: int) -> bytes:
@@ -189,8 +246,7 @@ def _validate(info: AssignmentInfo) -> None:
     if v < EARLIEST_PROBEABLE_VERSION and info.commonly_supported_version != UNKNOWN_VERSION:
         raise ValueError(f"a v{v} assignment does not carry the commonly supported version; use -1")
     check_int(info.commonly_supported_version, INT32_MIN, INT32_MAX, "commonly supported version")
-    for task in (*info.active_tasks, *info.standby_tasks):
-        check_task(task, v)
+    _validate_tasks(v, info.active_tasks, info.standby_tasks)
     if v < MIN_HOST_INFO_VERSION and info.partitions_by_host:
         raise ValueError(f"a v{v} assignment does not carry partitions by host")
     if v < MIN_STANDBY_PARTITIONS_BY_HOST_VERSION and info.standby_partitions_by_host:
@@ -200,13 +256,18 @@ def _validate(info: AssignmentInfo) -> None:
         for host, partitions in host_map.items():
             check_int(host.port, INT32_MIN, INT32_MAX, f"port of host {host}")
             _check_partitions(partitions, f"{what} of host {host}")
-    for task, partitions in info.standby_tasks.items():
-        _check_partitions(partitions, f"partitions of standby task {task}")
     if v < MIN_ERROR_CODE_VERSION and info.error_code != AssignorError.NONE:
         raise ValueError(f"a v{v} assignment does not carry an error code")
     check_int(info.next_rebalance_ms, INT64_MIN, INT64_MAX, "next rebalance time")
     if v < MIN_NEXT_REBALANCE_VERSION and info.next_rebalance_ms != NO_NEXT_REBALANCE:
         raise ValueError(f"a v{v} assignment does not carry a next rebalance time")
+
+
+def _validate_tasks(v: int, active: tuple[TaskId, ...], standby: Mapping[TaskId, Partitions]) -> None:
+    for task in (*active, *standby):
+        check_task(task, v)
+    for task, partitions in standby.items():
+        _check_partitions(partitions, f"partitions of standby task {task}")
 
 
 def _check_partitions(partitions: Partitions, what: str) -> None:

@@ -83,26 +83,18 @@ class SharedSecret:
         return "SharedSecret(<redacted>)"
 
 
-class SecretCheck(flight.ServerMiddlewareFactory):
-    """Flight server middleware: refuses every call without the secret before its handler runs.
-    Refusals are logged at most once a minute, with their count, so a flood cannot fill the log."""
+class RefusalLog:
+    """Counts a server's refused calls and logs them at most once a minute, with their count, so a
+    flood cannot fill the log."""
 
-    def __init__(self, secret: SharedSecret, server_name: str) -> None:
-        super().__init__()
-        self._secret = secret
+    def __init__(self, server_name: str) -> None:
         self._server_name = server_name
         self._lock = threading.Lock()
         self._unlogged = 0
         self._next_log_at = 0.0
         self.refused = 0
 
-    def start_call(self, info: flight.CallInfo, headers: dict[str, list[str] | list[bytes]]) -> None:
-        if self._secret.accepts(headers):
-            return None
-        self._count_refusal(info.method)
-        raise flight.FlightUnauthenticatedError("refused: the call does not carry this application's secret")
-
-    def _count_refusal(self, method: flight.FlightMethod) -> None:
+    def refused_one(self, what: object) -> None:
         with self._lock:
             self.refused += 1
             self._unlogged += 1
@@ -112,4 +104,23 @@ class SecretCheck(flight.ServerMiddlewareFactory):
             count, self._unlogged = self._unlogged, 0
             self._next_log_at = now + REFUSAL_LOG_INTERVAL_S
         log.warning("%s: refused %d call(s) without this application's secret (latest: %s)",
-                    self._server_name, count, method)
+                    self._server_name, count, what)
+
+
+class SecretCheck(flight.ServerMiddlewareFactory):
+    """Flight server middleware: refuses every call without the secret before its handler runs."""
+
+    def __init__(self, secret: SharedSecret, server_name: str) -> None:
+        super().__init__()
+        self._secret = secret
+        self.refusals = RefusalLog(server_name)
+
+    @property
+    def refused(self) -> int:
+        return self.refusals.refused
+
+    def start_call(self, info: flight.CallInfo, headers: dict[str, list[str] | list[bytes]]) -> None:
+        if self._secret.accepts(headers):
+            return None
+        self.refusals.refused_one(info.method)
+        raise flight.FlightUnauthenticatedError("refused: the call does not carry this application's secret")

@@ -369,7 +369,8 @@ class DrainMemberResponse(Response):
 @dataclasses.dataclass(frozen=True)
 class ReportTasksRequest(Request):
     """A host's active tasks (streams_rt.rpc.tasks.parse_reports) and the endpoint that serves their
-    batches; kept for the member's current generation only."""
+    batches; kept for the member's current generation only. `pid`: the host's OS process id, for
+    operators (0: not told, as by a host of an earlier release)."""
 
     ACTION: ClassVar[str] = "report_tasks"
     group_id: str
@@ -377,6 +378,7 @@ class ReportTasksRequest(Request):
     generation: int
     endpoint: str
     tasks: dict[str, Any]
+    pid: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -60,6 +60,14 @@ class ControlPlaneSettings:
         """`from_config(resolve(props))`: raises ConfigError (one line, naming the key) or ConfigErrors."""
         return cls.from_config(resolve(props))
 
+    def server_tls_files(self) -> tuple[Path, Path] | None:
+        """(certificate chain, private key) PEM files of a TLS server (the HTTP endpoints read
+        files), or None when TLS is off."""
+        if self.server_tls() is None:
+            return None
+        assert self.ssl_certificate_chain_location is not None and self.ssl_private_key_location is not None
+        return self.ssl_certificate_chain_location, self.ssl_private_key_location
+
     def server_tls(self) -> TlsIdentity | None:
         """The certificate a server presents, read now; None when TLS is off."""
         if not self.ssl_enabled:

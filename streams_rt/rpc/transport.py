@@ -1,6 +1,7 @@
-"""The security every streams_rt Flight endpoint shares (the coordinator's, a task host's batch
-endpoint, the interactive-query endpoint): the secret check, TLS as a switch, loopback unless a
-secret guards the port, and clean refusals of the Flight methods an endpoint does not serve."""
+"""The security every streams_rt endpoint shares (the coordinator's Flight and HTTP ports, a task
+host's batch endpoint, its interactive-query endpoint): the secret check, TLS as a switch, loopback
+unless the secret guards the port and TLS keeps it from crossing in clear, and clean refusals of the
+Flight methods an endpoint does not serve."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def flight_client(location: str, tls_root_certs: bytes | None = None) -> flight.
 
 
 class InsecureBindError(ValueError):
-    """A server was asked to listen beyond loopback without the application's secret."""
+    """A server was asked to listen beyond loopback without the application's secret and TLS."""
 
 
 def is_loopback(host: str) -> bool:
@@ -46,25 +47,35 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def check_exposure(server: str, key: str, host: str, *, authenticated: bool, tls: bool) -> None:
+    """Beyond loopback a server must take the run's secret and speak TLS: without the secret anyone
+    on the network may call it, and without TLS the secret itself crosses the network in clear (and
+    with it the right to restart hosts). Raises InsecureBindError, one line naming `key`."""
+    if is_loopback(host):
+        return
+    missing = [need for need, ok in (("rpc.authenticate=true", authenticated), ("rpc.ssl.enabled=true", tls))
+               if not ok]
+    if missing:
+        raise InsecureBindError(f"{key}={host}: {server} listens beyond loopback only with {' and '.join(missing)}"
+                                " (or bind it to 127.0.0.1)")
+
+
 def flight_address(scheme: str, host: str, port: int) -> str:
     return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
 class SecureFlightServer(flight.FlightServerBase):
     """Base of streams_rt's Flight servers. With `secret`, every call without it is refused before
-    its handler runs; with `tls`, the server speaks only TLS (`grpc+tls://`). Without a secret it
-    binds loopback only: anything else raises InsecureBindError. Flight methods the subclass does
-    not override are refused with a one-line error (pyarrow would send the client a traceback)."""
+    its handler runs; with `tls`, the server speaks only TLS (`grpc+tls://`). Without both it binds
+    loopback only: anything else raises InsecureBindError naming `bind_key`, the setting that chose
+    the address. Flight methods the subclass does not override are refused with a one-line error
+    (pyarrow would send the client a traceback)."""
 
     def __init__(
         self, name: str, host: str = "127.0.0.1", port: int = 0, *,
-        secret: SharedSecret | None = None, tls: TlsIdentity | None = None,
+        secret: SharedSecret | None = None, tls: TlsIdentity | None = None, bind_key: str = "bind host",
     ) -> None:
-        if secret is None and not is_loopback(host):
-            raise InsecureBindError(
-                f"{name}: refusing to listen on {host}: beyond loopback every call must carry the"
-                f" application's secret (rpc.authenticate=true)"
-            )
+        check_exposure(name, bind_key, host, authenticated=secret is not None, tls=tls is not None)
         self.name = name
         self.host = host
         self.scheme = "grpc+tls" if tls is not None else "grpc"

@@ -12,12 +12,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
+from streams_rt.config import resolve
+from streams_rt.config.registry import REPLICATION_FACTOR
 from streams_rt.coordinator.service import Coordinator, start_coordinator
 from streams_rt.import_path import child_pythonpath
 from streams_rt.kafka.offsets import end_offsets
@@ -26,6 +28,7 @@ from streams_rt.protocol import TaskId
 from streams_rt.rpc.batches import HostClient
 from streams_rt.rpc.settings import ControlPlaneSettings
 from streams_rt.runtime.batch_loop import BatchLoop
+from streams_rt.runtime.host_supervisor import HostSupervisor
 from streams_rt.runtime.planning import RUNNING
 from streams_rt.runtime.topics import (
     check_output_topics,
@@ -50,6 +53,7 @@ class HostProcess:
     proc: subprocess.Popen[bytes]
     ready_file: Path
     log_file: Path
+    start_args: dict[str, Any] = field(default_factory=dict)  # what start_host was given: a restart reuses it
 
     @property
     def endpoint(self) -> str | None:
@@ -81,11 +85,13 @@ class HostProcess:
 class LocalApplication:
     """`topology` is a 'module:attr' reference (hosts import it); `properties` are the
     application's Kafka-style properties (application.id, bootstrap.servers, state.dir, ...);
-    `release_stand_in` starts every host as a test's stand-in for an older release."""
+    `release_stand_in` starts every host as a test's stand-in for an older release. With
+    `supervise`, a host that dies unasked is restarted (runtime/host_supervisor.py); tests that kill
+    hosts and start them again themselves leave it off."""
 
     def __init__(self, topology: str, properties: Mapping[str, Any], work_dir: Path, hosts: int = 2,
                  host_properties: Mapping[str, Any] | None = None, topology_args: Mapping[str, Any] | None = None,
-                 release_stand_in: ReleaseStandIn | None = None) -> None:
+                 release_stand_in: ReleaseStandIn | None = None, supervise: bool = False) -> None:
         self.topology_ref = topology
         self.topology_args = dict(topology_args or {})
         self.properties = dict(properties)
@@ -98,7 +104,9 @@ class LocalApplication:
         self._admin = AdminClient({"bootstrap.servers": self.bootstrap})
         self.partitions = source_partitions(self._admin, self.topology)
         self.layout = self.topology.layout(self.application_id, self.partitions)
-        ensure_internal_topics(self._admin, self.topology, self.layout)
+        # replication.factor for every internal topic, as Kafka Streams' InternalTopicManager makes them
+        ensure_internal_topics(self._admin, self.topology, self.layout,
+                               replication_factor=resolve(self.properties).get(REPLICATION_FACTOR))
         check_output_topics(self._admin, self.topology)
         changelogs = task_changelogs(self.topology, self.layout)
         sources = {sub: list(topics) for sub, topics in self.layout.inputs.items()}
@@ -110,6 +118,10 @@ class LocalApplication:
         self._host_properties = dict(host_properties or {})
         self.release_stand_in = release_stand_in
         self.hosts: dict[str, HostProcess] = {}
+        self._supervisor: HostSupervisor | None = None
+        if supervise:
+            self._supervisor = HostSupervisor(self._exit_codes, self._start_again, self.coordinator.host_restarted)
+            self._supervisor.start()
         for i in range(hosts):
             self.start_host(f"host-{i}")
 
@@ -137,14 +149,17 @@ class LocalApplication:
         config_file.write_text(json.dumps(config))
         log_file = directory / "host.log"
         secret = self.coordinator.secret.environment() if self.coordinator.secret is not None else {}
-        env = {**os.environ, **secret, **(env or {}), "PYTHONPATH": child_pythonpath()}
+        extra_env = dict(env or {})  # what a restart by the supervisor passes again
+        env = {**os.environ, **secret, **extra_env, "PYTHONPATH": child_pythonpath()}
         # A process group of its own: Ctrl-C in the driver's terminal is for the driver, which stops
         # its query first and then its hosts (a host ends with the driver anyway: it watches its pid).
         with open(log_file, "ab") as out:
             proc = subprocess.Popen([sys.executable, "-m", "streams_rt.iq.host_main", "--config", str(config_file)],
                                     stdout=out, stderr=subprocess.STDOUT, env=env,
                                     process_group=0)
-        host = self.hosts[name] = HostProcess(name, proc, ready, log_file)
+        start_args = {"env": extra_env, "properties": dict(properties or {}),
+                      "close_timeout_s": close_timeout_s, "latest_supported_version": latest_supported_version}
+        host = self.hosts[name] = HostProcess(name, proc, ready, log_file, start_args)
         deadline = time.monotonic() + 60
         while host.endpoint is None:
             if not host.alive:
@@ -152,7 +167,21 @@ class LocalApplication:
             if time.monotonic() > deadline:
                 raise HostFailed(f"host {name} did not start within 60 s:\n{host.log_tail()}")
             time.sleep(0.05)
+        if self._supervisor is not None:
+            self._supervisor.started(name)
         return host
+
+    def _exit_codes(self) -> dict[str, int | None]:
+        """Each host's exit code (None: alive), for the supervisor."""
+        return {name: host.proc.poll() for name, host in list(self.hosts.items())}
+
+    def _start_again(self, name: str) -> int:
+        """The supervisor's restart of a host that died: as it was started, in its state directory.
+        Raises HostFailed when it does not come up (the supervisor then backs off)."""
+        host = self.hosts[name]
+        if host.alive:
+            return host.proc.pid
+        return self.start_host(name, **host.start_args).proc.pid
 
     def host_config(self) -> dict[str, Any]:
         """What every host of this application is started with (hosts add their own state.dir,
@@ -181,6 +210,8 @@ class LocalApplication:
         roots = ControlPlaneSettings.from_properties(self.properties).client_root_certs()
         with HostClient(str(before), secret=self.coordinator.secret, tls_root_certs=roots) as client:
             client.restart(request)
+        kept = {**host.start_args["properties"], **(properties or {})}  # a later supervised restart keeps them
+        host.start_args["properties"] = {k: v for k, v in kept.items() if v is not None}
         deadline = time.monotonic() + timeout_s
         while host.endpoint in (None, before):
             if not host.alive:
@@ -192,7 +223,9 @@ class LocalApplication:
         return host
 
     def stop_host(self, name: str, kill: bool = False, timeout_s: float = 60.0) -> int:
-        """SIGTERM (a clean stop: commit, leave) or SIGKILL; returns the exit code."""
+        """SIGTERM (a clean stop: commit, leave) or SIGKILL; returns the exit code. Never restarted."""
+        if self._supervisor is not None:
+            self._supervisor.stopped(name)
         host = self.hosts.pop(name)
         if host.alive:
             host.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
@@ -244,6 +277,8 @@ class LocalApplication:
         return {t: s.owner for t, s in statuses.items()}
 
     def close(self) -> None:
+        if self._supervisor is not None:
+            self._supervisor.close()
         for name in list(self.hosts):
             try:
                 self.stop_host(name)

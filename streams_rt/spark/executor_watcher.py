@@ -14,14 +14,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from pyspark import SparkContext
 
 from streams_rt.rpc.batches import BatchError, HostClient
 from streams_rt.spark.executor_hosts import HostSpec, ensure_host
-from streams_rt.spark.executor_watch import DrainHost, ExecutorWatch, Forget, HostRecord, StartHost
+from streams_rt.spark.executor_watch import Action, DrainHost, ExecutorWatch, HostDied, HostRecord, StartHost
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,12 @@ class ExecutorWatcher:
     the runtime's stop. `host_client(endpoint)` opens an RPC client to a host (secret, TLS)."""
 
     def __init__(self, sc: SparkContext, spec: HostSpec, host_client: Callable[[str], HostClient],
-                 job_group: str, interval_s: float = 0.25, retry_s: float = 5.0) -> None:
+                 job_group: str, members: Callable[[], Collection[str]], restarted: Callable[[], None],
+                 interval_s: float = 0.25, retry_s: float = 5.0) -> None:
+        """`members()`: the endpoints of the hosts in the group now (a host of a live executor absent
+        from them for a while is presumed dead and replaced); `restarted()` counts a replacement."""
         self._sc, self._spec, self._host_client, self._job_group = sc, spec, host_client, job_group
+        self._members, self._restarted = members, restarted
         self._interval_s = interval_s
         self._core = ExecutorWatch(retry_s)
         self._lock = threading.Lock()
@@ -61,7 +65,11 @@ class ExecutorWatcher:
 
     def hosts_found(self, records: list[dict[str, Any]]) -> None:
         with self._lock:
-            self._core.hosts_found(records)
+            replaced = self._core.hosts_found(records)
+        for executor, dead, new in replaced:
+            self._restarted()
+            log.warning("the task host of executor %s restarted in its state directory: pid %s, %s (was pid %s)",
+                        executor, new.get("pid"), new.get("endpoint"), dead.get("pid"))
 
     def start(self) -> None:
         self._thread.start()
@@ -79,8 +87,9 @@ class ExecutorWatcher:
         while not self._stop.wait(self._interval_s):
             try:
                 executors = spark_executors(self._sc)
+                members = self._members()
                 with self._lock:
-                    actions = self._core.observe(executors, time.monotonic())
+                    actions = self._core.observe(executors, time.monotonic(), members)
                 for action in actions:
                     if self._stop.is_set():
                         return
@@ -90,7 +99,7 @@ class ExecutorWatcher:
                     return
                 log.warning("executor watcher: %s: %s (trying again)", type(e).__name__, str(e).splitlines()[0][:300])
 
-    def _carry_out(self, action: StartHost | DrainHost | Forget) -> None:
+    def _carry_out(self, action: Action) -> None:
         if isinstance(action, StartHost):
             log.info("executor(s) %s have no task host: starting theirs", ", ".join(action.executor_ids))
             self._in_job.set()
@@ -99,6 +108,10 @@ class ExecutorWatcher:
             finally:
                 self._in_job.clear()
             self.hosts_found(records)
+        elif isinstance(action, HostDied):
+            log.warning("the task host of executor %s (pid %s, %s) has not been in the group for %.0f s: presumed "
+                        "dead; starting one there in %.0f s", action.executor_id, action.host.get("pid"),
+                        action.host.get("endpoint"), self._core.dead_after_s, action.restart_in_s)
         elif isinstance(action, DrainHost):
             host = action.host
             log.info("Spark is decommissioning executor %s: draining its task host (pid %s, %s)",

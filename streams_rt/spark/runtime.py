@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from streams_rt.config import resolve
-from streams_rt.config.registry import LOCAL_TASK_HOSTS
+from streams_rt.config.registry import APPLICATION_ID, LOCAL_TASK_HOSTS, STATE_DIR
 from streams_rt.iq.routing import store_catalog
 from streams_rt.rpc.batches import HostClient
 from streams_rt.rpc.settings import ControlPlaneSettings
@@ -37,12 +36,21 @@ from streams_rt.spark.source import (
 )
 from streams_rt.spark.store_columns import store_schema
 from streams_rt.spark.store_source import NAME as STORE_SOURCE
+from streams_rt.spark.store_source import SECRET_OPTION as STORE_SECRET_OPTION
 from streams_rt.spark.store_source import TIMEOUT_MS, StoreDataSource
+from streams_rt.spark.store_source import TLS_OPTION as STORE_TLS_OPTION
+from streams_rt.spark.store_source import TRUSTSTORE_OPTION as STORE_TRUSTSTORE_OPTION
 from streams_rt.spark.worker_python import check_local_workers, executors_lack_streams_rt
 from streams_rt.tasks.output import OutputSchema
 from streams_rt.tasks.release_stand_in import ReleaseStandIn
 
 log = logging.getLogger(__name__)
+
+
+def local_work_dir(state_dir: Path, application_id: str) -> Path:
+    """Where a local-mode application's hosts keep their directories (each its own `state.dir`):
+    named by the application, under its `state.dir`, as Kafka Streams names its state directory."""
+    return state_dir / f"{application_id}.local"
 
 
 class UnknownStore(ValueError):
@@ -55,6 +63,10 @@ class StreamsRuntime:
                  release_stand_in: ReleaseStandIn | None = None) -> None:
         """`topology` is 'module:attr' (a Topology, or a function returning one, called with
         `topology_args`): the hosts import it, on this machine or on the executors.
+        `work_dir` holds the local hosts' directories (local mode); by default
+        `<state.dir>/<application.id>.local`, stable across runs as Kafka Streams' state directory
+        is, so a restarted driver's hosts reopen their stores rather than restore them. A local host
+        that dies is restarted there (runtime/host_supervisor.py).
         `release_stand_in` (tests only) starts every host, executors' included, as an older release."""
         props = {k: v for k, v in config.items()}
         self.config = resolve(props)  # one line per problem, naming the key
@@ -64,9 +76,9 @@ class StreamsRuntime:
         if self.local:
             check_local_workers(spark.sparkContext.pythonExec)  # WorkerPythonError, one line, before anything starts
         hosts = self.config.get(LOCAL_TASK_HOSTS) if self.local else 0
-        self.work_dir = work_dir or Path(tempfile.mkdtemp(prefix=f"streams-rt-{self.config.get('application.id')}-"))
+        self.work_dir = work_dir or local_work_dir(self.config.get(STATE_DIR), self.config.get(APPLICATION_ID))
         self.app = LocalApplication(topology, props, self.work_dir, hosts=hosts, topology_args=topology_args,
-                                    release_stand_in=release_stand_in)
+                                    release_stand_in=release_stand_in, supervise=self.local)
         self.schema = OutputSchema(self.app.topology)
         # On a cluster: hosts on the executors Spark adds later, drains on decommission (executor_watcher.py).
         self._watcher: ExecutorWatcher | None = None
@@ -76,7 +88,8 @@ class StreamsRuntime:
                 spark.sparkContext, self.host_spec(),
                 lambda endpoint: HostClient(endpoint, timeout_s=30, secret=self.app.coordinator.secret,
                                             tls_root_certs=roots),
-                job_group=f"streams-rt-hosts-{self.application_id}")
+                job_group=f"streams-rt-hosts-{self.application_id}",
+                members=self.app.coordinator.member_endpoints, restarted=self.app.coordinator.host_restarted)
             self.start_executor_hosts()
             self._watcher.start()
 
@@ -128,6 +141,13 @@ class StreamsRuntime:
                    "schema": store_schema(info.key_serde.name, info.value_serde.name),
                    "hosts": ",".join(self.query_endpoints()), "timeout_ms": str(timeout_ms),
                    "at_batch": "" if at_batch is None else str(at_batch)}
+        secret, truststore = self.app.coordinator.secret, self.config.get("rpc.ssl.truststore.location")
+        if secret is not None:
+            options[STORE_SECRET_OPTION] = secret.token
+        if self.config.get("rpc.ssl.enabled"):
+            options[STORE_TLS_OPTION] = "true"
+            if truststore is not None:
+                options[STORE_TRUSTSTORE_OPTION] = str(truststore)
         return self.spark.read.format(STORE_SOURCE).options(**options).load()
 
     def query_endpoints(self) -> list[str]:

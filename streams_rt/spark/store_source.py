@@ -11,22 +11,32 @@ moved, and asking again, until `timeout_ms`, when the answer is a 503 (restoring
 Without `at_batch`, each page is committed state of its task, and `batch` says which batch it was
 committed at (a task that commits between two pages gives the later pages a later batch). With
 `at_batch=B`, every row is from state committed at B on its task: one consistent cut of the store.
-A task past B fails the read (409: the cut is gone), as does one that never reaches B in time."""
+A task past B fails the read (409: the cut is gone), as does one that never reaches B in time.
+
+The endpoints take the run's secret (the `streams_rt.auth.secret` option, which Spark redacts) and
+speak HTTPS when TLS is on (`rpc.ssl.enabled`, trusting `rpc.ssl.truststore.location`). A 307 is
+followed here, not by httpx, which would drop the secret on the way to another host."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from streams_rt.rpc.auth import SharedSecret
+from streams_rt.rpc.http_auth import HttpAccess
 from streams_rt.spark.store_columns import UndecodableValue, column_value
 
 NAME = "streams_rt_store"
 PAGE_SIZE = 1_000  # the default iq.page.size.max; a host with a lower cap says so, and its cap is used
 TIMEOUT_MS = 60_000
+SECRET_OPTION = "streams_rt.auth.secret"  # as the streaming source's: Spark redacts option keys matching "secret"
+TLS_OPTION = "rpc.ssl.enabled"
+TRUSTSTORE_OPTION = "rpc.ssl.truststore.location"
 
 
 class StoreReadFailed(RuntimeError):
@@ -42,15 +52,19 @@ class StoreOptions:
     hosts: tuple[str, ...]  # query endpoints (host:port) to read the group's metadata from
     at_batch: int | None
     timeout_ms: int
+    access: HttpAccess = field(default_factory=HttpAccess)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StoreOptions:
         try:
-            at_batch = options.get("at_batch")
+            at_batch, secret, truststore = options.get("at_batch"), options.get(SECRET_OPTION), options.get(
+                TRUSTSTORE_OPTION)
+            access = HttpAccess(SharedSecret(secret) if secret else None, options.get(TLS_OPTION) == "true",
+                                Path(truststore) if truststore else None)
             return cls(options["store"], options["key_serde"], options["value_serde"], options["schema"],
                        tuple(h for h in options["hosts"].split(",") if h),
                        None if at_batch in (None, "") else int(at_batch),
-                       int(options.get("timeout_ms", TIMEOUT_MS)))
+                       int(options.get("timeout_ms", TIMEOUT_MS)), access)
         except KeyError as e:
             raise ValueError(f"the {NAME} source is made by StreamsRuntime.read_store(); option {e} is "
                              "missing") from None
@@ -101,12 +115,13 @@ class StoreReader(DataSourceReader):
         if options.at_batch is not None:
             params["at_batch"] = options.at_batch
         why = "no active host"
-        with httpx.Client(timeout=30, follow_redirects=True) as http:
+        access = options.access
+        with httpx.Client(timeout=30, headers=access.headers(), verify=access.verify()) as http:
             while True:
                 answer, refused = None, {}
                 if endpoint:
                     try:
-                        answer = http.get(f"http://{endpoint}/v1/stores/{options.store}/all", params=params)
+                        answer = http.get(f"{access.url(endpoint)}/v1/stores/{options.store}/all", params=params)
                     except httpx.TransportError as e:
                         why = f"{endpoint} did not answer: {type(e).__name__}: {e}"
                 if answer is not None and answer.status_code == 200:
@@ -115,6 +130,9 @@ class StoreReader(DataSourceReader):
                     if body["next_cursor"] is None:
                         return
                     params["cursor"] = body["next_cursor"]
+                    continue
+                if answer is not None and answer.status_code == 307:  # the task moved: ask its owner
+                    endpoint = str(_json(answer).get("moved_to", ""))
                     continue
                 if answer is not None:
                     refused = _json(answer)
@@ -149,7 +167,8 @@ class StoreReader(DataSourceReader):
         problems = []
         for host in self.options.hosts:
             try:
-                answer = httpx.get(f"http://{host}/v1/metadata", timeout=10)
+                answer = httpx.get(f"{self.options.access.url(host)}/v1/metadata", timeout=10,
+                                   headers=self.options.access.headers(), verify=self.options.access.verify())
                 if answer.status_code == 200:
                     found: dict[str, Any] = answer.json()
                     return found

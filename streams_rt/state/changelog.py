@@ -160,7 +160,12 @@ class ChangelogWriter:
         old, self._producer = self._producer, replacement
         if old is not None:
             old.purge()
-            old.close()
+            try:
+                old.close()
+            except KafkaException as exc:
+                # Fenced by its replacement (it was still ending its transaction): nothing of this
+                # batch's, which the replacement runs; not a newer owner of the task.
+                log.debug("changelog producer: the replaced producer closed with %s", exc)
         self._errors.clear()  # the dropped records' reports: their transaction was aborted
         self._too_large = None
 

@@ -496,8 +496,16 @@ class TaskHost:
         return {str(t): TaskProgress(r.positions(), r.core.last_batch).to_json() for t, r in list(self._view.items())}
 
     def _standby_lags(self) -> dict[str, int]:
-        """State thread: each standby's offsets behind its changelogs' ends."""
-        return {str(t): s.lag() for t, s in sorted(self._standbys.items())}
+        """State thread: each standby's offsets behind its changelogs' ends. A standby whose changelog
+        ends cannot be read now (the broker away, or just back without the partition's metadata yet)
+        is left out, its lag unknown, rather than failing the whole status call."""
+        lags = {}
+        for task, standby in sorted(self._standbys.items()):
+            try:
+                lags[str(task)] = standby.lag()
+            except ChangelogError as e:
+                log.debug("standby %s: lag unknown for now: %s", task, e)
+        return lags
 
     # -- draining ----------------------------------------------------------------------------
     def request_drain(self, reason: str) -> None:
@@ -558,7 +566,8 @@ class TaskHost:
             opened = {t: (r.core.phase, r.positions()) for t, r in list(self._view.items())}
             tasks = reported_tasks(opened, member.active)
             request = ReportTasksRequest(group_id=self.settings.member.application_id, member_id=member.member_id,
-                                         generation=member.generation, endpoint=self.endpoint, tasks=tasks)
+                                         generation=member.generation, endpoint=self.endpoint, tasks=tasks,
+                                         pid=os.getpid())
             try:
                 response = self._report_client.call(request, ReportTasksResponse)
             except (CoordinatorUnavailable, AuthenticationRefused) as e:
@@ -637,7 +646,8 @@ class BatchServer(SecureFlightServer):
     driver handed this process), as the coordinator is."""
 
     def __init__(self, host: TaskHost, bind_host: str, port: int, tls: TlsIdentity | None = None) -> None:
-        super().__init__("task host batch endpoint", bind_host, port, secret=SharedSecret.from_environment(), tls=tls)
+        super().__init__("task host batch endpoint", bind_host, port, secret=SharedSecret.from_environment(), tls=tls,
+                         bind_key="the host file's bind_host")
         self._host = host
         self._thread = threading.Thread(target=self.serve, name="streams-rt-batches", daemon=True)
 

@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from streams_rt.config import ConfigError, ConfigErrors, resolve
-from streams_rt.config.registry import APPLICATION_SERVER, GROUP_INSTANCE_ID, IQ_PORT
+from streams_rt.config.registry import (
+    APPLICATION_SERVER,
+    GROUP_INSTANCE_ID,
+    HOST_RESTART_ALLOWED_ENV,
+    HOST_RESTART_ALLOWED_INTERPRETERS,
+    IQ_PORT,
+)
 from streams_rt.protocol import LATEST_SUPPORTED_VERSION
 from streams_rt.tasks.release_stand_in import PROTOCOL_KEY, VERSION_KEY
 
@@ -66,14 +73,21 @@ class RestartRequest:
         return json.dumps({"properties": dict(self.properties), "python": self.python, "env": dict(self.env),
                            "latest_supported_version": self.latest_supported_version}).encode()
 
-    def host_config(self, current: Mapping[str, Any]) -> dict[str, Any]:
+    def host_config(self, current: Mapping[str, Any], running: str = sys.executable) -> dict[str, Any]:
         """The new host file: the current one with these properties and version; raises
         RestartRefused when the merged properties do not resolve, would change the host's
         group.instance.id (its identity comes from the application's, with its own name appended:
-        one set here could fence another host's), or the interpreter is missing."""
-        if GROUP_INSTANCE_ID.name in self.properties:
-            raise RestartRefused(f"a restart cannot change {GROUP_INSTANCE_ID.name}: set it in the application's "
-                                 "properties (each host appends its own name), it takes effect at the driver's restart")
+        one set here could fence another host's) or what a restart may do, or when the interpreter
+        or an environment variable is not one the application allows (the holder of the run's
+        secret must not be able to start the host from any program with any environment). `running`
+        is the interpreter the host runs now (always allowed)."""
+        self._check_fixed_keys()
+        try:
+            allowed = resolve(current["properties"])
+        except (ConfigError, ConfigErrors) as e:
+            raise RestartRefused(f"this host's own properties do not resolve: {e}") from None
+        self._check_allowed(allowed.get(HOST_RESTART_ALLOWED_INTERPRETERS), allowed.get(HOST_RESTART_ALLOWED_ENV),
+                            running)
         properties = dict(current["properties"])
         for key, value in self.properties.items():
             if value is None:
@@ -84,14 +98,34 @@ class RestartRequest:
             resolve(properties)
         except (ConfigError, ConfigErrors) as e:
             raise RestartRefused(f"the new properties do not resolve: {e}") from None
-        if self.python is not None and not (Path(self.python).is_file() and os.access(self.python, os.X_OK)):
-            raise RestartRefused(f"{self.python} is not an executable file")
         config = {**current, "properties": properties}
         config.pop(VERSION_KEY, None)
         config.pop(PROTOCOL_KEY, None)  # a release stand-in's: the new host is this release unless asked
         if self.latest_supported_version is not None:
             config[VERSION_KEY] = self.latest_supported_version
         return config
+
+    def _check_fixed_keys(self) -> None:
+        """Keys only the application's deployment sets: the host's identity and what a restart may do."""
+        for fixed in (GROUP_INSTANCE_ID, HOST_RESTART_ALLOWED_INTERPRETERS, HOST_RESTART_ALLOWED_ENV):
+            if fixed.name in self.properties:
+                raise RestartRefused(f"a restart cannot change {fixed.name}: set it in the application's properties, "
+                                     "it takes effect at the driver's restart")
+
+    def _check_allowed(self, interpreters: tuple[str, ...], env_keys: tuple[str, ...], running: str) -> None:
+        refused_env = sorted(set(self.env) - set(env_keys))
+        if refused_env:
+            raise RestartRefused(f"environment variables {', '.join(refused_env)} are not in "
+                                 f"{HOST_RESTART_ALLOWED_ENV.name} ({', '.join(env_keys) or 'empty'})")
+        if self.python is None:
+            return
+        if not (Path(self.python).is_file() and os.access(self.python, os.X_OK)):
+            raise RestartRefused(f"{self.python} is not an executable file")
+        # Compared as given (a venv's bin/python is a symlink to the base interpreter: resolving it
+        # would let any venv on the same Python through) and with the running one as it was started.
+        if self.python not in (*interpreters, running):
+            raise RestartRefused(f"{self.python} is not in {HOST_RESTART_ALLOWED_INTERPRETERS.name} "
+                                 f"({', '.join(interpreters) or 'empty: only the running interpreter'})")
 
 
 def carry_over(new_config: Mapping[str, Any], used_version: int, query_endpoint: str | None) -> dict[str, Any]:

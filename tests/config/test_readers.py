@@ -41,6 +41,7 @@ READERS = (
     Reader(registry.QUERY_SETTINGS, "iq/settings.py", ("QuerySettings", "from_config")),
     Reader(registry.HOST_PROCESSING, "tasks/host.py", ("HostSettings", "processing")),
     Reader(registry.SPARK_SOURCE_OPTIONS, "spark/source.py", ("SourceOptions", "parse")),
+    Reader(registry.RESTART_REQUEST, "tasks/restart.py", ("RestartRequest", "host_config")),
 )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from streams_rt.coordinator.user_data import AssignmentContent, DecodedSubscription, StreamsUserDataCodec
+from streams_rt.coordinator.user_data import DecodedSubscription, MemberWriter, RoundContent, StreamsUserDataCodec
 from streams_rt.protocol import LATEST_SUPPORTED_VERSION, TaskId
 from streams_rt.tasks.membership import ReceivedAssignment
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
@@ -37,11 +37,11 @@ class FutureCoordinatorCodec:
         d = self._current.decode_subscription(_relabel(data, LATEST_SUPPORTED_VERSION))
         return DecodedSubscription(FUTURE_VERSION, d.latest_supported_version, d.info)
 
-    def encode_assignment(self, version: int, commonly_supported: int, content: AssignmentContent) -> bytes:
+    def assignment_writer(self, version: int, commonly_supported: int, shared: RoundContent) -> MemberWriter:
         if version != FUTURE_VERSION:
-            return self._current.encode_assignment(version, commonly_supported, content)
-        body = self._current.encode_assignment(LATEST_SUPPORTED_VERSION, commonly_supported, content)
-        return _relabel(body, FUTURE_VERSION)
+            return self._current.assignment_writer(version, commonly_supported, shared)
+        write = self._current.assignment_writer(LATEST_SUPPORTED_VERSION, commonly_supported, shared)
+        return lambda content: _relabel(write(content), FUTURE_VERSION)
 
 
 class FutureMemberCodec(StreamsMemberCodec):

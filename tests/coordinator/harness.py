@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import pyarrow.flight as flight
 
-from streams_rt.coordinator.group import Member, RoundOutcome
+from streams_rt.coordinator.group import Member, RoundOutcome, SupersededCheck, never_superseded
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig, RoundPlanner
 from streams_rt.coordinator.state_store import StateStore
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
@@ -42,15 +42,19 @@ class GatedPlanner(StreamsRoundPlanner):
         self.gate = threading.Event()
         self.gate.set()
         self.computing = threading.Event()
-        self.rounds: list[list[str]] = []
+        self.rounds: list[list[str]] = []  # the members of every round that passed the gate
+        self.finished: list[list[str]] = []  # ... and of those that ran to their end
 
-    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
+    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int,
+                 check: SupersededCheck = never_superseded) -> RoundOutcome:
         self.computing.set()
         try:
             if not self.gate.wait(60):
                 raise TimeoutError("the test never opened the gate")
             self.rounds.append(sorted(members))
-            return super().__call__(members, generation, now_ms)
+            outcome = super().__call__(members, generation, now_ms, check)
+            self.finished.append(sorted(members))
+            return outcome
         finally:
             self.computing.clear()
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome
+from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome, SupersededCheck, never_superseded
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
-from streams_rt.coordinator.user_data import AssignmentContent
+from streams_rt.coordinator.user_data import AssignmentContent, RoundContent
 from streams_rt.protocol import AssignorError, RebalanceProtocol
 from streams_rt.rpc.client import GroupClient
 from streams_rt.rpc.messages import RequestShutdownRequest, RequestShutdownResponse
@@ -57,10 +57,12 @@ class ErrorPlanner(StreamsRoundPlanner):
 
     error: AssignorError | None = None
 
-    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
+    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int,
+                 check: SupersededCheck = never_superseded) -> RoundOutcome:
         if self.error is None:
-            return super().__call__(members, generation, now_ms)
-        data = self.codec.encode_assignment(11, 11, AssignmentContent(tuple(sorted(TASKS)), error_code=self.error))
+            return super().__call__(members, generation, now_ms, check)
+        write = self.codec.assignment_writer(11, 11, RoundContent(error_code=self.error))
+        data = write(AssignmentContent(tuple(sorted(TASKS))))
         return RoundOutcome({mid: MemberAssignment(generation, COOPERATIVE, data) for mid in members}, COOPERATIVE)
 
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import ssl
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ import pytest
 from streams_rt.coordinator.service import Coordinator, start_coordinator
 from streams_rt.protocol import TaskId
 from streams_rt.rpc.auth import SECRET_ENV, SharedSecret
+from streams_rt.rpc.http_auth import bearer_headers
 from streams_rt.rpc.transport import InsecureBindError
 from streams_rt.tasks.streams_codec import StreamsMemberCodec
 from tests.coordinator.harness import REPO, HostFactory, settled
@@ -109,5 +113,40 @@ def test_without_rpc_authenticate_a_loopback_coordinator_takes_calls_without_a_s
     try:
         assert c.secret is None
         assert raw_calls(c.address, [("describe", {"group_id": "app"})], None)[0]["outcome"] == "answered"
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("key, value", [("coordinator.host", "0.0.0.0"), ("coordinator.http.host", "0.0.0.0")])
+def test_beyond_loopback_without_tls_is_refused_even_with_the_secret(key: str, value: str) -> None:
+    """With the secret but in clear, the secret would cross the network to whoever listens."""
+    with pytest.raises(InsecureBindError) as e:
+        start_coordinator({**APP, key: value}, [TaskId(0, 0)])
+    message = str(e.value)
+    assert "\n" not in message and message.startswith(f"{key}={value}: ") and "rpc.ssl.enabled=true" in message
+    assert "rpc.authenticate" not in message  # that one is on
+
+
+def test_with_tls_and_the_secret_every_port_may_face_the_network(tmp_path: Path) -> None:
+    """Both ports bind 0.0.0.0; the HTTP endpoint speaks HTTPS with the same certificate and takes
+    the secret: nothing crosses in clear, nothing answers without the secret."""
+    cert, key = self_signed(tmp_path)
+    c = start_coordinator({
+        **APP, "coordinator.host": "0.0.0.0", "coordinator.http.host": "0.0.0.0", "rpc.ssl.enabled": "true",
+        "rpc.ssl.certificate.chain.location": str(cert), "rpc.ssl.private.key.location": str(key),
+        "rpc.ssl.truststore.location": str(cert),
+    }, [TaskId(0, 0)])
+    try:
+        assert c.secret is not None and c.http_url is not None and c.http_url.startswith("https://0.0.0.0:")
+        local = c.http_url.replace("0.0.0.0", "127.0.0.1")
+        trusted = ssl.create_default_context(cafile=str(cert))
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{local}/api/status", context=trusted, timeout=10)
+        assert refused.value.code == 401
+        request = urllib.request.Request(f"{local}/api/status", headers=bearer_headers(c.secret))
+        with urllib.request.urlopen(request, context=trusted, timeout=10) as answer:
+            assert json.loads(answer.read())["application_id"] == "app"
+        with pytest.raises((urllib.error.URLError, ConnectionError)):  # plain HTTP to the TLS port: no answer
+            urllib.request.urlopen(local.replace("https://", "http://") + "/api/status", timeout=10)
     finally:
         c.close()

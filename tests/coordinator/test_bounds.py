@@ -13,7 +13,13 @@ import pyarrow.flight as flight
 
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.coordinator.streams_round import StreamsRoundPlanner
-from streams_rt.coordinator.user_data import AssignmentContent, DecodedSubscription, StreamsUserDataCodec
+from streams_rt.coordinator.user_data import (
+    AssignmentContent,
+    DecodedSubscription,
+    MemberWriter,
+    RoundContent,
+    StreamsUserDataCodec,
+)
 from streams_rt.protocol import TaskId
 from streams_rt.protocol.subscription import SubscriptionInfo
 from streams_rt.rpc.client import GroupClient
@@ -107,11 +113,16 @@ class FailsOnceFor:
         self._task = task
         self.failed = False
 
-    def encode_assignment(self, version: int, commonly_supported: int, content: AssignmentContent) -> bytes:
-        if not self.failed and self._task in content.active_tasks:
-            self.failed = True
-            raise OverflowError("cannot write this one")
-        return self._inner.encode_assignment(version, commonly_supported, content)
+    def assignment_writer(self, version: int, commonly_supported: int, shared: RoundContent) -> MemberWriter:
+        write = self._inner.assignment_writer(version, commonly_supported, shared)
+
+        def write_or_fail(content: AssignmentContent) -> bytes:
+            if not self.failed and self._task in content.active_tasks:
+                self.failed = True
+                raise OverflowError("cannot write this one")
+            return write(content)
+
+        return write_or_fail
 
 
 def test_an_assignment_that_cannot_be_written_fails_only_its_member(tmp_path: Path) -> None:

@@ -6,7 +6,16 @@ from collections.abc import Mapping
 
 import pytest
 
-from streams_rt.coordinator.group import Group, GroupState, Member, MemberAssignment, PendingRound, RoundOutcome
+from streams_rt.coordinator.group import (
+    Group,
+    GroupState,
+    Member,
+    MemberAssignment,
+    PendingRound,
+    RoundOutcome,
+    SupersededCheck,
+    never_superseded,
+)
 from streams_rt.coordinator.group_record import GroupRecord, MemberRecord
 from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.errors import GroupError, GroupErrorException
@@ -22,7 +31,8 @@ class RecordingAssigner:
         self.rounds: list[tuple[int, list[str]]] = []
         self.next_rebalance_at_ms: int | None = None
 
-    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
+    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int,
+                 check: SupersededCheck = never_superseded) -> RoundOutcome:
         self.rounds.append((generation, sorted(members)))
         return RoundOutcome(
             {mid: MemberAssignment(generation, COOPERATIVE, mid.encode()) for mid in members},
@@ -536,7 +546,8 @@ def test_a_member_that_fetches_a_failed_assignment_leaves_the_group(assigner: Re
 
 
 def test_a_failed_assignor_fails_the_round_for_everyone_and_is_counted() -> None:
-    def broken(members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
+    def broken(members: Mapping[str, Member], generation: int, now_ms: int,
+               check: SupersededCheck = never_superseded) -> RoundOutcome:
         raise RuntimeError("bug with a long message " + "x" * 10_000)
 
     observer = Observer()

@@ -5,6 +5,7 @@ carries Kafka's names and its values move across real rebalances (a host joins, 
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streams_rt.coordinator.discovery import read_coordinator_file
 from streams_rt.coordinator.history import short_member_id
+from streams_rt.rpc.auth import SharedSecret
+from streams_rt.rpc.http_auth import bearer_headers
 from streams_rt.runtime.local import LocalApplication
 from tests.coordinator.settle import wait_until, wait_until_settled
 from tests.tasks.test_host import LINES, Apps, drain
@@ -30,9 +33,14 @@ GROUP = ("generation", "group_state", "members", "assigned_tasks", "tasks", "rec
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
-def scrape(url: str) -> Samples:
+def authorized(url: str, secret: SharedSecret | None) -> urllib.request.Request:
+    """A request carrying the run's secret, as Prometheus is told to send it (`authorization`)."""
+    return urllib.request.Request(url, headers=bearer_headers(secret))
+
+
+def scrape(url: str, secret: SharedSecret | None) -> Samples:
     """Every sample of /metrics: (name, sorted labels) -> value."""
-    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
+    with urllib.request.urlopen(authorized(f"{url}/metrics", secret), timeout=10) as response:
         assert response.headers["Content-Type"].startswith("text/plain")
         text = response.read().decode()
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
@@ -47,8 +55,8 @@ def names(samples: Samples) -> set[str]:
     return {name for name, _ in samples}
 
 
-def status(url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{url}/api/status", timeout=10) as response:
+def status(url: str, secret: SharedSecret | None) -> dict[str, Any]:
+    with urllib.request.urlopen(authorized(f"{url}/api/status", secret), timeout=10) as response:
         result: dict[str, Any] = json.loads(response.read())
     return result
 
@@ -67,7 +75,7 @@ def test_metrics_carry_kafkas_names_and_move_across_real_rebalances(apps: Apps, 
     drain(loop)
     wait_until_settled(app, 2)
 
-    before = scrape(url)
+    before = scrape(url, app.coordinator.secret)
     # records_lag samples the lags in the generation's subscriptions: both hosts joined the first
     # round together (group.initial.rebalance.delay.ms), with no state to report yet.
     assert {f"streams_rt_coordinator_{n}" for n in KIP_429 + GROUP if n != "records_lag"} <= names(before)
@@ -75,7 +83,7 @@ def test_metrics_carry_kafkas_names_and_move_across_real_rebalances(apps: Apps, 
     assert value(before, "rebalance_total") >= 1 and value(before, "rebalance_latency_max") > 0
     tasks = len(app.topology.layout(app.application_id, app.partitions).tasks())
     assert value(before, "tasks", state="RUNNING") == tasks
-    first = status(url)
+    first = status(url, app.coordinator.secret)
     active_before = sum(value(before, "assigned_tasks", member=h["name"], type="active") for h in first["hosts"])
     assert active_before == tasks
 
@@ -85,12 +93,12 @@ def test_metrics_carry_kafkas_names_and_move_across_real_rebalances(apps: Apps, 
     # probing rebalance (minutes), which this test is not about.
     wait_until(app, lambda s: s["state"] == "STABLE" and len(s["hosts"]) == 3
                and all(t["state"] == "RUNNING" for t in s["tasks"]))
-    joined = scrape(url)
+    joined = scrape(url, app.coordinator.secret)
     assert value(joined, "members") == 3
     assert value(joined, "generation") > value(before, "generation")
     assert value(joined, "rebalance_total") > value(before, "rebalance_total")
     assert value(joined, "rebalance_latency_total") > value(before, "rebalance_latency_total")
-    after = status(url)
+    after = status(url, app.coordinator.secret)
     (new,) = [h for h in after["hosts"] if h["member"] not in {old["member"] for old in first["hosts"]}]
     assert sum(value(joined, "assigned_tasks", member=new["name"], type=kind)
                for kind in ("active", "standby")) > 0
@@ -109,24 +117,44 @@ def test_metrics_carry_kafkas_names_and_move_across_real_rebalances(apps: Apps, 
     generation = value(joined, "generation")
     app.stop_host("host-0")
     wait_until_settled(app, 2)
-    left = scrape(url)
+    left = scrape(url, app.coordinator.secret)
     assert value(left, "members") == 2 and value(left, "generation") > generation
     assert value(left, "last_rebalance_seconds_ago") >= 0
-    assert any("left" in e["reason"] for e in status(url)["rebalances"] if e["generation"] > generation)
+    rebalances = status(url, app.coordinator.secret)["rebalances"]
+    assert any("left" in e["reason"] for e in rebalances if e["generation"] > generation)
 
 
 def test_the_http_endpoint_and_its_file_go_with_the_coordinator(apps: Apps, tmp_path: Path) -> None:
     apps.create_topics({"nb-in": 1, "nb-out": 1})
     app, loop = apps.start("numbers", hosts=1, **{"state.dir": str(tmp_path / "driver")})
     url = app.coordinator.http_url
-    assert url is not None and status(url)["application_id"] == app.application_id
-    assert short_member_id(status(url)["hosts"][0]["member"]) == status(url)["hosts"][0]["name"]
+    assert url is not None and status(url, app.coordinator.secret)["application_id"] == app.application_id
+    hosts = status(url, app.coordinator.secret)["hosts"]
+    assert short_member_id(hosts[0]["member"]) == hosts[0]["name"]
     loop.close()
     app.close()
     apps.apps.clear()
     with pytest.raises(OSError):
         urllib.request.urlopen(f"{url}/metrics", timeout=5)
     assert not (tmp_path / "driver" / f"{app.application_id}.coordinator.json").exists()
+
+
+def test_the_data_takes_the_runs_secret_and_the_page_does_not(apps: Apps, tmp_path: Path) -> None:
+    """rpc.authenticate (the default): /metrics and /api/status answer 401 without the secret (the
+    refusals logged once a minute); the page holds nothing and is served, then asks for it."""
+    apps.create_topics({"nb-in": 1, "nb-out": 1})
+    app, _ = apps.start("numbers", hosts=1, **{"state.dir": str(tmp_path / "driver")})
+    url = app.coordinator.http_url
+    assert url is not None and app.coordinator.secret is not None
+    for path in ("/metrics", "/api/status"):
+        for secret in (None, SharedSecret.generate()):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(authorized(url + path, secret), timeout=10)
+            assert refused.value.code == 401 and refused.value.headers["WWW-Authenticate"] == "Bearer"
+            assert json.loads(refused.value.read())["error"] == "UNAUTHENTICATED"
+    with urllib.request.urlopen(url + "/", timeout=10) as page:
+        assert 'id="secret-form"' in page.read().decode()
+    assert status(url, app.coordinator.secret)["application_id"] == app.application_id
 
 
 def test_the_endpoint_can_be_switched_off(apps: Apps, tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """The assignor runs outside the group lock, over real Flight: while a round is being computed (held
 here at a gate inside the planner), joins, syncs, heartbeats and describe are all answered, and a
-membership change supersedes the round in flight, whose outcome is then dropped."""
+membership change supersedes the round in flight, which then stops at its next step."""
 
 from __future__ import annotations
 
@@ -93,6 +93,9 @@ def test_a_round_in_flight_stalls_no_call_and_a_change_supersedes_it(
     got = {m: m.sync(5000) for m in (a, b, c)}
     assert {r.generation for r in got.values()} == {2}, "the superseded outcome was dropped, not applied"
     assert planner.rounds[-1] == sorted([a.member_id, b.member_id, c.member_id])
+    # The superseded round stopped at its first step after the gate: only the others ran to their end.
+    assert planner.rounds[-2] == sorted([a.member_id, b.member_id])
+    assert planner.finished == [planner.rounds[0], planner.rounds[-1]]
     active = [t for r in got.values() for t in decode_assignment(r.user_data).active_tasks]
     assert sorted(active) == sorted(TASKS)
 

@@ -9,7 +9,14 @@ import pyarrow.flight as flight
 import pytest
 
 from streams_rt.coordinator.errors import SubscriptionRejected
-from streams_rt.coordinator.group import Member, MemberAssignment, RoundOutcome, assignment_inputs_changed
+from streams_rt.coordinator.group import (
+    Member,
+    MemberAssignment,
+    RoundOutcome,
+    SupersededCheck,
+    assignment_inputs_changed,
+    never_superseded,
+)
 from streams_rt.coordinator.service import Coordinator, CoordinatorConfig
 from streams_rt.protocol import RebalanceProtocol
 from streams_rt.rpc.client import CoordinatorUnavailable, GroupClient
@@ -43,7 +50,8 @@ class EchoPlanner:
             raise SubscriptionRejected("malformed subscription user data (version 99) at byte 0: test", 3)
         return data
 
-    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int) -> RoundOutcome:
+    def __call__(self, members: Mapping[str, Member], generation: int, now_ms: int,
+                 check: SupersededCheck = never_superseded) -> RoundOutcome:
         return RoundOutcome(
             {mid: MemberAssignment(generation, COOPERATIVE, m.subscription) for mid, m in members.items()},
             COOPERATIVE,

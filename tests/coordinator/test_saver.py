@@ -117,7 +117,8 @@ class FlakyStore:
 
 def test_failed_saves_back_off_and_log_once_per_change_of_state(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="streams_rt.coordinator.saver")
-    group = Group("app", lambda members, generation, now_ms: _one_round(members, generation), persistent=True)
+    group = Group("app", lambda members, generation, now_ms, check=None: _one_round(members, generation),
+                  persistent=True)
     lock = threading.Condition()
     store, pauses = FlakyStore(), []
 

@@ -131,7 +131,10 @@ def expected_lags(status: dict[str, Any]) -> dict[tuple[str, str, str], str | No
 
 
 def render_settled(app: LocalApplication, url: str, screenshot: Path | None = None) -> tuple[Element, dict[str, Any]]:
-    """The page and the status it drew: read before and after, retried while a round intervenes."""
+    """The page and the status it drew: read before and after, retried while a round intervenes. The
+    page is given the run's secret in its address's fragment, as an operator may."""
+    assert app.coordinator.secret is not None
+    url = f"{url}/#secret={app.coordinator.secret.token}"
     def lasting(status: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in status.items() if k not in ("now_ms", "metrics")}
 
@@ -185,8 +188,12 @@ def test_the_status_page_draws_the_groups_hosts_tasks_and_rebalances(apps: Apps,
     assert all(colours.values()) and len({m.group(1) for m in colours.values() if m}) == 3
 
     wait_until(app, lambda s: s["state"] == "STABLE" and all(t["state"] == "RUNNING" for t in s["tasks"]))
+    bare = rendered(url)  # without the run's secret the page asks for it and draws nothing
+    assert "hidden" not in by_id(bare, "secret-form").attrs and not drawn_hosts(bare)
+    assert "takes the run's secret" in by_id(bare, "error").all_text()
     dom, status = render_settled(app, url)
     check_page(dom, status)
+    assert "hidden" in by_id(dom, "secret-form").attrs
     (first,) = status["hosts"]
     assert drawn_hosts(dom) == {first["name"]: {"active": {"0_0", "0_1", "0_2", "0_3"}}}
 

@@ -9,10 +9,16 @@ import pytest
 
 from streams_rt.assignment import AssignmentConfigs, ClientAssignment
 from streams_rt.coordinator.errors import SubscriptionRejected
-from streams_rt.coordinator.group import Member, MemberAssignment
+from streams_rt.coordinator.group import Member, MemberAssignment, RoundSuperseded
 from streams_rt.coordinator.protocol_policy import ProtocolPolicy
-from streams_rt.coordinator.streams_round import StreamsRoundPlanner, enforce_handoff
-from streams_rt.coordinator.user_data import DecodedSubscription, StreamsUserDataCodec
+from streams_rt.coordinator.streams_round import CHECK_EVERY_MEMBERS, StreamsRoundPlanner, enforce_handoff
+from streams_rt.coordinator.user_data import (
+    AssignmentContent,
+    DecodedSubscription,
+    MemberWriter,
+    RoundContent,
+    StreamsUserDataCodec,
+)
 from streams_rt.protocol import (
     NO_NEXT_REBALANCE,
     AssignorError,
@@ -89,6 +95,67 @@ def test_cooperative_round_revokes_only_moved_tasks_and_schedules_followup() -> 
     out2 = planner({"a": member("a", sub(11, 11, kept), gen=2), "b": member("b", sub(11, 11), gen=2)}, 3, 200)
     got_b = decode_assignment(out2.assignments["b"].user_data)
     assert set(got_b.active_tasks) == set(T) - kept and out2.next_rebalance_at_ms is None
+
+
+class CountingCodec(StreamsUserDataCodec):
+    """Counts the round writers made and the member assignments written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writers = self.written = 0
+
+    def assignment_writer(self, version: int, commonly_supported: int, shared: RoundContent = RoundContent()
+                          ) -> MemberWriter:
+        self.writers += 1
+        write = super().assignment_writer(version, commonly_supported, shared)
+
+        def counted(content: AssignmentContent) -> bytes:
+            self.written += 1
+            return write(content)
+
+        return counted
+
+
+def test_a_round_superseded_during_its_broker_call_stops_before_the_assignor() -> None:
+    """The changelogs' end offsets are a broker round trip: a membership change meanwhile stops the
+    round at its next step, and nothing of it is assigned or written."""
+    superseded = False
+
+    def end_offsets() -> dict[TaskId, int]:
+        nonlocal superseded
+        superseded = True  # a member joined while the broker answered
+        return {}
+
+    def check() -> None:
+        if superseded:
+            raise RoundSuperseded()
+
+    codec = CountingCodec()
+    planner = StreamsRoundPlanner(T, changelog_end_offsets=end_offsets, codec=codec)
+    with pytest.raises(RoundSuperseded):
+        planner({"a": member("a", sub(11)), "b": member("b", sub(11))}, 1, 0, check)
+    assert codec.writers == 0 and codec.written == 0 and not planner.reported_lags
+
+
+def test_a_round_superseded_while_writing_stops_within_a_few_members() -> None:
+    codec = CountingCodec()
+    many = [TaskId(0, p) for p in range(500)]
+
+    def check() -> None:
+        if codec.written:
+            raise RoundSuperseded()
+
+    members = {f"m{i}": member(f"m{i}", sub(11)) for i in range(500)}
+    with pytest.raises(RoundSuperseded):
+        StreamsRoundPlanner(many, codec=codec)(members, 1, 0, check)
+    assert codec.writers == 1 and codec.written == CHECK_EVERY_MEMBERS
+
+
+def test_one_writer_per_round_whatever_the_member_count() -> None:
+    codec = CountingCodec()
+    members = {f"m{i}": member(f"m{i}", sub(11)) for i in range(100)}
+    out = StreamsRoundPlanner(T, codec=codec)(members, 1, 0)
+    assert codec.writers == 1 and codec.written == 100 and len(out.assignments) == 100
 
 
 def test_eager_round_hands_over_at_once() -> None:

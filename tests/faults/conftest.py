@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from streams_rt.kafka.dev_broker import BrokerInfo
+from streams_rt.kafka.dev_broker import BrokerInfo, DevBroker
 from tests.faults.harness import FaultRun, SummaryRow
 
 SUMMARY = pytest.StashKey[list[SummaryRow]]()
@@ -44,6 +44,15 @@ def runs(kafka_broker: BrokerInfo, tmp_path: Path) -> Iterator[Runs]:
     yield made
     for run in made.made:
         run.close()
+
+
+@pytest.fixture
+def own_broker(tmp_path: Path) -> Iterator[DevBroker]:
+    """A broker of the test's own, which it may stop, kill and start again (the session's is shared)."""
+    broker = DevBroker(tmp_path / "own-broker")
+    broker.start(owned=True)
+    yield broker
+    broker.stop()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:

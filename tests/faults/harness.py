@@ -4,6 +4,8 @@ the end the verifier's verdict and a summary row for the suite's report."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -13,6 +15,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from streams_rt.kafka.dev_broker import DevBroker
 from streams_rt.protocol import TaskId
 from streams_rt.rpc.batches import BatchError, HostClient
 from streams_rt.runtime.batch_loop import BatchLoop
@@ -49,12 +52,13 @@ def wait_for_leaders(admin: AdminClient, topics: Collection[str], timeout_s: flo
         time.sleep(0.1)
 
 
-def create_smoke_topics(bootstrap: str) -> str:
-    """The smoke application's input and output topics under a fresh suffix; the suffix."""
+def create_smoke_topics(bootstrap: str, replication: int = 1) -> str:
+    """The smoke application's input and output topics under a fresh suffix, with `replication`
+    replicas each; the suffix."""
     suffix = f"-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topics = [f"{INPUT}{suffix}", *(f"{name}{suffix}" for name in OUTPUTS)]
-    for future in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics]).values():
+    for future in admin.create_topics([NewTopic(t, PARTITIONS, replication) for t in topics]).values():
         future.result()
     wait_for_leaders(admin, topics)
     return suffix
@@ -142,9 +146,10 @@ class FaultRun:
 
     def __init__(self, bootstrap: str, work_dir: Path, guarantee: str, hosts: int = 3,
                  records: list[tuple[str, int]] | None = None, duration_s: float = 20.0,
-                 batch_records: int = 300, **props: Any) -> None:
+                 batch_records: int = 300, supervise: bool = False, **props: Any) -> None:
+        """`supervise`: hosts that die are restarted by the driver's supervisor (LocalApplication's)."""
         self.bootstrap, self.guarantee = bootstrap, guarantee
-        self.suffix = create_smoke_topics(bootstrap)
+        self.suffix = create_smoke_topics(bootstrap, int(props.get("replication.factor", 1)))
         self.ownership_log = work_dir / "ownership.log"
         properties = {"application.id": f"faults-{uuid.uuid4().hex[:10]}", "bootstrap.servers": bootstrap,
                       "processing.guarantee": guarantee, "task.ownership.log": str(self.ownership_log),
@@ -152,7 +157,7 @@ class FaultRun:
         self.application_id = str(properties["application.id"])
         self.work_dir = work_dir / self.application_id
         self.app = LocalApplication("tests.faults.smoke_topology:smoke", properties, self.work_dir, hosts=hosts,
-                                    topology_args={"suffix": self.suffix})
+                                    topology_args={"suffix": self.suffix}, supervise=supervise)
         self.loop: BatchLoop = self.app.loop(max_records_per_task=batch_records)
         self.app.wait_until_running(self.loop)
         self.checkpoints = invariants.CheckpointWatch(self.work_dir, self.application_id)
@@ -267,3 +272,30 @@ class FaultRun:
         """After a failure: stop everything (closing twice is fine)."""
         self.loop.close()
         self.app.close()
+
+
+def bounce_broker(run: FaultRun, broker: DevBroker, hard: bool, outage_s: float) -> None:
+    """Stop the broker (SIGTERM, or SIGKILL when `hard`), keep the batch loop calling through an
+    outage of `outage_s`, start the broker again on the same ports; every task's next output ends
+    its recovery."""
+    info = broker.status()
+    assert info is not None
+    run.fault(run.loop.status()[1])
+    if hard:
+        os.kill(info.pid, signal.SIGKILL)
+        while _alive(info.pid):
+            time.sleep(0.05)
+    else:
+        assert broker.stop()
+    run.run_for(outage_s)
+    back = broker.start(owned=True)
+    assert back.port == info.port, "the broker came back on other ports"
+
+
+def _alive(pid: int) -> bool:
+    """Running, and not a zombie waiting for its parent."""
+    try:
+        os.kill(pid, 0)
+        return not Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except (ProcessLookupError, FileNotFoundError):
+        return False

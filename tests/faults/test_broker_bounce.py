@@ -6,52 +6,15 @@ the state equal the reference exactly. The test has a broker of its own: the ses
 
 from __future__ import annotations
 
-import os
-import signal
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from streams_rt.kafka.dev_broker import BrokerInfo, DevBroker
-from tests.faults.harness import FaultRun, SummaryRow
+from tests.faults.harness import FaultRun, SummaryRow, bounce_broker
 
 pytestmark = pytest.mark.broker
 OUTAGE_S = 8.0
-
-
-@pytest.fixture
-def own_broker(tmp_path: Path) -> Iterator[DevBroker]:
-    broker = DevBroker(tmp_path / "bounced-broker")
-    broker.start(owned=True)
-    yield broker
-    broker.stop()
-
-
-def bounce(run: FaultRun, broker: DevBroker, hard: bool) -> None:
-    """Stop the broker (SIGTERM or SIGKILL), keep the batch loop calling through the outage, start
-    the broker again on the same ports; every task's next output ends its recovery."""
-    info = broker.status()
-    assert info is not None
-    run.fault(run.loop.status()[1])
-    if hard:
-        os.kill(info.pid, signal.SIGKILL)
-        while _alive(info.pid):
-            time.sleep(0.05)
-    else:
-        assert broker.stop()
-    run.run_for(OUTAGE_S)
-    back = broker.start(owned=True)
-    assert back.port == info.port, "the broker came back on other ports"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return not Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
 
 
 def run_with_bounces(own_broker: DevBroker, tmp_path: Path, summary: list[SummaryRow], guarantee: str,
@@ -65,7 +28,7 @@ def run_with_bounces(own_broker: DevBroker, tmp_path: Path, summary: list[Summar
         run.settle(hosts=3)
         for hard in bounces:
             run.run_for(2)
-            bounce(run, own_broker, hard)
+            bounce_broker(run, own_broker, hard, OUTAGE_S)
             run.settle(hosts=3)
         kinds = ", ".join("kill -9" if hard else "clean" for hard in bounces)
         verdict = run.finish(f"broker bounce ({kinds})", summary)

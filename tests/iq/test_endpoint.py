@@ -6,6 +6,7 @@ every bad request."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -29,6 +30,8 @@ from streams_rt.iq import Client, QueryError
 from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.kafka.partitioner import partition_for
 from streams_rt.protocol.wire import INT64_MAX
+from streams_rt.rpc.auth import SECRET_ENV, SharedSecret
+from streams_rt.rpc.http_auth import bearer_headers
 from streams_rt.runtime.batch_loop import BatchLoop
 from streams_rt.runtime.local import LocalApplication
 from tests.iq.topologies import references, session_references
@@ -48,6 +51,14 @@ class Running:
 
     def url(self, index: int = 0) -> str:
         return f"http://{self.endpoints[index]}"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """What every client of the endpoint sends: the run's secret."""
+        return bearer_headers(self.app.coordinator.secret)
+
+    def get(self, url: str, **kwargs: Any) -> httpx.Response:
+        return httpx.get(url, headers=self.headers, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +92,7 @@ def running(kafka_broker: BrokerInfo, tmp_path_factory: pytest.TempPathFactory) 
 
 
 def metadata(running: Running) -> dict[str, Any]:
-    return dict(httpx.get(f"{running.url()}/v1/metadata").json())
+    return dict(running.get(f"{running.url()}/v1/metadata").json())
 
 
 def owner_of(running: Running, store_subtopology: int, partitions: int, key: bytes) -> str:
@@ -93,7 +104,7 @@ def owner_of(running: Running, store_subtopology: int, partitions: int, key: byt
 
 def test_point_lookups_answer_every_key_from_its_owner_with_its_freshness(running: Running) -> None:
     pages, _, lengths = references(running.views)
-    with Client(running.url()) as client:
+    with Client(running.url(), secret=running.app.coordinator.secret) as client:
         for page, count in pages.items():
             answer = client.get("page-counts", page)
             assert answer.value == count, page
@@ -114,11 +125,11 @@ def test_a_key_held_elsewhere_is_redirected_to_its_owner_or_proxied(running: Run
     owner = owner_of(running, 0, 3, page.encode())
     other = next(e for e in running.endpoints if e != owner)
     quoted = f"/v1/stores/page-counts/keys/{quote(page, safe='')}"
-    moved = httpx.get(f"http://{other}{quoted}")
+    moved = running.get(f"http://{other}{quoted}")
     assert moved.status_code == 307, moved.text
     assert moved.headers["location"] == f"http://{owner}{quoted}"
     assert moved.json()["moved_to"] == owner
-    proxied = httpx.get(f"http://{other}{quoted}", params={"route": "proxy"})
+    proxied = running.get(f"http://{other}{quoted}", params={"route": "proxy"})
     assert proxied.status_code == 200, proxied.text
     assert proxied.json()["served_by"] == owner
     assert proxied.json()["value"] == references(running.views)[0][page]
@@ -132,7 +143,7 @@ def test_all_and_range_are_paged_with_a_cursor_under_the_cap(running: Running) -
         previous: str | None = None
         while True:
             params: dict[str, Any] = {"limit": 7, **({"cursor": cursor} if cursor else {})}
-            body = httpx.get(f"http://{endpoint}/v1/stores/page-counts/all", params=params).json()
+            body = running.get(f"http://{endpoint}/v1/stores/page-counts/all", params=params).json()
             assert len(body["entries"]) <= 7
             for entry in body["entries"]:
                 assert previous is None or entry["key"].encode() > previous.encode()  # key order, no repeats
@@ -144,7 +155,7 @@ def test_all_and_range_are_paged_with_a_cursor_under_the_cap(running: Running) -
             if cursor is None:
                 break
     assert seen == dict(pages)
-    with Client(running.url(1)) as client:
+    with Client(running.url(1), secret=running.app.coordinator.secret) as client:
         everything = list(client.all("page-counts", page_size=5))
         assert everything == sorted(pages.items(), key=lambda kv: kv[0].encode())
         lower, upper = "/page/1", "/page/3"
@@ -162,18 +173,18 @@ def test_all_of_one_task_reads_its_entries_from_its_active_host(running: Running
         mine = {p: c for p, c in pages.items() if partition_for(p.encode(), 3) == partition}
         owner = owner_of(running, 0, 3, next(iter(mine)).encode())
         other = next(e for e in running.endpoints if e != owner)
-        body = httpx.get(f"http://{owner}/v1/stores/page-counts/all", params={"task": task, "limit": 1000}).json()
+        body = running.get(f"http://{owner}/v1/stores/page-counts/all", params={"task": task, "limit": 1000}).json()
         assert {e["key"]: e["value"] for e in body["entries"]} == mine and body["next_cursor"] is None
         assert [f["task"] for f in body["freshness"]] == [task]
-        moved = httpx.get(f"http://{other}/v1/stores/page-counts/all", params={"task": task})
+        moved = running.get(f"http://{other}/v1/stores/page-counts/all", params={"task": task})
         assert moved.status_code == 307 and moved.json()["moved_to"] == owner
-        proxied = httpx.get(f"http://{other}/v1/stores/page-counts/all", params={"task": task, "route": "proxy"})
+        proxied = running.get(f"http://{other}/v1/stores/page-counts/all", params={"task": task, "route": "proxy"})
         assert proxied.json()["served_by"] == owner
 
 
 def test_window_fetches_match_the_reference(running: Running) -> None:
     _, windows, _ = references(running.views)
-    with Client(running.url()) as client:
+    with Client(running.url(), secret=running.app.coordinator.secret) as client:
         for page in PAGES[:10] + PAGES[-4:]:
             mine = sorted((start, count) for (p, start), count in windows.items() if p == page)
             answer = client.windows("page-windows", page)
@@ -207,12 +218,12 @@ def test_metadata_names_every_host_its_tasks_and_the_generation(running: Running
     assert sorted(t for h in meta["hosts"] for t in h["standby_tasks"]) == sorted(actives)
     assert {s["name"] for s in meta["stores"]} == {"page-counts", "page-windows", "page-sessions", "by-length"}
     for page in PAGES[:5]:
-        body = httpx.get(f"{running.url(1)}/v1/metadata/page-counts/keys/{page.lstrip('/')}").json()
+        body = running.get(f"{running.url(1)}/v1/metadata/page-counts/keys/{page.lstrip('/')}").json()
         partition = partition_for(page.lstrip("/").encode(), 3)
         assert body["task"] == f"0_{partition}" and body["partition"] == partition
         assert body["active"] == owner_of(running, 0, 3, page.lstrip("/").encode())
         assert len(body["standbys"]) == 1 and body["standbys"][0] != body["active"]
-    stores = httpx.get(f"{running.url()}/v1/stores").json()["stores"]
+    stores = running.get(f"{running.url()}/v1/stores").json()["stores"]
     by_name = {s["name"]: s for s in stores}
     assert by_name["page-windows"]["kind"] == "window" and by_name["by-length"]["key_serde"] == "int64"
     assert by_name["page-sessions"]["kind"] == "session"
@@ -225,7 +236,7 @@ def test_a_standby_answers_within_max_lag_and_is_marked_so(running: Running) -> 
     url = f"http://{standby}/v1/stores/page-counts/keys/{quote(page, safe='')}"
     deadline = time.monotonic() + 30
     while True:  # the standby's lag is read once a second: until then it is not known
-        answer = httpx.get(url, params={"max_lag": 10_000})
+        answer = running.get(url, params={"max_lag": 10_000})
         if answer.status_code == 200 or time.monotonic() > deadline:
             break
         assert answer.status_code == 503 and answer.json()["error"] == "STANDBY_TOO_FAR_BEHIND", answer.text
@@ -236,7 +247,7 @@ def test_a_standby_answers_within_max_lag_and_is_marked_so(running: Running) -> 
     assert body["served_by"] == standby and body["freshness"]["standby"] is True
     assert body["freshness"]["lag"] <= 10_000
     assert body["value"] == pages[page]  # caught up: the same committed count as the active
-    assert httpx.get(url).status_code == 307  # without max_lag: the active answers
+    assert running.get(url).status_code == 307  # without max_lag: the active answers
 
 
 @pytest.mark.parametrize(("path", "status", "code"), [
@@ -265,24 +276,44 @@ def test_a_standby_answers_within_max_lag_and_is_marked_so(running: Running) -> 
 def test_bad_requests_get_a_json_4xx(running: Running, path: str, status: int, code: str) -> None:
     if "route=" not in path:  # wherever the key lives, this host answers (or its owner, through it)
         path += ("&" if "?" in path else "?") + "route=proxy"
-    answer = httpx.get(f"{running.url()}{path}")
+    answer = running.get(f"{running.url()}{path}")
     assert answer.status_code == status, answer.text
     body = answer.json()
     assert body["error"] == code and body["message"]
     assert "Traceback" not in answer.text
 
 
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != SECRET_ENV} | (env or {})
+    return subprocess.run([sys.executable, "-m", "streams_rt.cli", *args], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).resolve().parents[2], env=environment)
+
+
 def test_the_cli_looks_a_key_up_through_any_host(running: Running) -> None:
     pages, _, _ = references(running.views)
     page = PAGES[3]
-    done = subprocess.run([sys.executable, "-m", "streams_rt.cli", "query", "page-counts", page,
-                           "--url", running.url(1)], capture_output=True, text=True, timeout=60,
-                          cwd=Path(__file__).resolve().parents[2])
+    secret = running.app.coordinator.secret
+    assert secret is not None
+    done = cli("query", "page-counts", page, "--url", running.url(1), env=secret.environment())
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["value"] == pages[page]
-    missing = subprocess.run([sys.executable, "-m", "streams_rt.cli", "query", "nope", "x", "--url", running.url()],
-                             capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    # By application id: the secret from the coordinator file the driver wrote (state.dir's default).
+    by_app = cli("query", "page-counts", page, "--url", running.url(), "-a", running.app.application_id)
+    assert by_app.returncode == 0 and json.loads(by_app.stdout)["value"] == pages[page], by_app.stderr
+    missing = cli("query", "nope", "x", "--url", running.url(), env=secret.environment())
     assert missing.returncode == 1 and missing.stderr.startswith("Error: 404 UNKNOWN_STORE"), missing.stderr
+    refused = cli("query", "page-counts", page, "--url", running.url())
+    assert refused.returncode == 1 and refused.stderr.startswith("Error: 401 UNAUTHENTICATED"), refused.stderr
+
+
+@pytest.mark.parametrize("path", ["/v1/metadata", "/v1/stores/page-counts/keys/x", "/metrics", "/openapi.json"])
+def test_every_path_takes_the_runs_secret(running: Running, path: str) -> None:
+    """rpc.authenticate (the default): no request is answered without the secret, metrics included."""
+    for headers in ({}, bearer_headers(SharedSecret.generate()), {"authorization": "Basic eA=="}):
+        answer = httpx.get(f"{running.url()}{path}", headers=headers, timeout=10)
+        assert answer.status_code == 401 and answer.json()["error"] == "UNAUTHENTICATED", (headers, answer.text)
+        assert answer.headers["www-authenticate"] == "Bearer"
+    assert running.get(f"{running.url()}{path}", timeout=10).status_code in (200, 307, 404)
 
 
 def _openapi_requests(document: dict[str, Any]) -> st.SearchStrategy[tuple[str, dict[str, str], str]]:
@@ -313,10 +344,10 @@ def _openapi_requests(document: dict[str, Any]) -> st.SearchStrategy[tuple[str, 
 
 
 def test_a_thousand_generated_requests_get_no_5xx_but_the_documented_503(running: Running) -> None:
-    document = httpx.get(f"{running.url()}/openapi.json").json()
+    document = running.get(f"{running.url()}/openapi.json").json()
     components = document["components"]["schemas"]
     seen: Counter[int] = Counter()
-    with httpx.Client(base_url=running.url(), timeout=30) as http:
+    with httpx.Client(base_url=running.url(), timeout=30, headers=running.headers) as http:
 
         @settings(max_examples=1_000, deadline=None, database=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

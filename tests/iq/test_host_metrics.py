@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streams_rt.kafka.offsets import end_offsets
 from streams_rt.kafka.partitioner import partition_for
+from streams_rt.rpc.http_auth import bearer_headers
 from streams_rt.runtime.local import LocalApplication
 from streams_rt.runtime.topics import sum_by_task, task_changelogs
 from tests.coordinator.settle import wait_until_settled
@@ -30,7 +31,7 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 def scrape(app: LocalApplication, host: str) -> Samples:
     endpoint = app.hosts[host].query_endpoint
-    answer = httpx.get(f"http://{endpoint}/metrics", timeout=10)
+    answer = httpx.get(f"http://{endpoint}/metrics", timeout=10, headers=bearer_headers(app.coordinator.secret))
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain")
     return {(s.name, frozenset(s.labels.items())): s.value
             for family in text_string_to_metric_families(answer.text) for s in family.samples}
@@ -92,7 +93,8 @@ def test_processing_standby_rocksdb_listener_and_query_figures(apps: Apps) -> No
                                       frozenset({("kind", "stores"), ("status", "200")})), 0.0)
 
     before = stores_count()
-    assert httpx.get(f"http://{app.hosts[name].query_endpoint}/v1/stores", timeout=10).status_code == 200
+    assert httpx.get(f"http://{app.hosts[name].query_endpoint}/v1/stores", timeout=10,
+                     headers=bearer_headers(app.coordinator.secret)).status_code == 200
     assert stores_count() == before + 1
 
 

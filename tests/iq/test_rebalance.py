@@ -21,6 +21,7 @@ from streams_rt.iq import Client, QueryError
 from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.kafka.partitioner import partition_for
 from streams_rt.protocol import TaskId
+from streams_rt.rpc.http_auth import bearer_headers
 from streams_rt.runtime.local import LocalApplication
 from tests.iq.topologies import references
 from tests.tasks.test_host import FAST, drain
@@ -78,9 +79,9 @@ def make_app(kafka_broker: BrokerInfo, tmp_path: Path) -> Iterator[Any]:
         app.close()
 
 
-def active_hosts(endpoint: str) -> dict[str, str]:
+def active_hosts(endpoint: str, headers: dict[str, str]) -> dict[str, str]:
     """task -> the endpoint of its active host, from a host's metadata."""
-    meta = httpx.get(f"http://{endpoint}/v1/metadata").json()
+    meta = httpx.get(f"http://{endpoint}/v1/metadata", headers=headers).json()
     return {task: host["endpoint"] for host in meta["hosts"] for task in host["active_tasks"]}
 
 
@@ -92,11 +93,12 @@ def test_tasks_that_do_not_move_stay_queryable_while_a_host_joins(make_app: Any)
     drain(app.loop)
     pages, _, _ = references(app.views)
     first = app.endpoint("host-0")
+    headers = bearer_headers(app.app.coordinator.secret)
     answers: list[tuple[float, str, int, Any]] = []
     stop = threading.Event()
 
     def ask() -> None:
-        with httpx.Client(timeout=10) as http:
+        with httpx.Client(timeout=10, headers=headers) as http:
             while not stop.is_set():
                 for page in PAGES:
                     answer = http.get(f"http://{first}/v1/stores/page-counts/keys/{quote(page, safe='')}")
@@ -111,7 +113,7 @@ def test_tasks_that_do_not_move_stay_queryable_while_a_host_joins(make_app: Any)
         app.app.start_host("host-1")
         second = app.endpoint("host-1")
         deadline = time.monotonic() + 150
-        while second not in active_hosts(first).values():
+        while second not in active_hosts(first, headers).values():
             assert time.monotonic() < deadline, "the new host never got an active task"
             time.sleep(0.2)
         app.app.wait_until_running(app.loop)
@@ -119,7 +121,7 @@ def test_tasks_that_do_not_move_stay_queryable_while_a_host_joins(make_app: Any)
     finally:
         stop.set()
         asking.join()
-    owners = active_hosts(first)
+    owners = active_hosts(first, headers)
     stayed = {page for page in PAGES if owners[f"0_{partition_for(page.encode(), 3)}"] == first}
     moved = set(PAGES) - stayed
     assert stayed and moved, owners  # both kinds, or the test shows nothing
@@ -140,7 +142,7 @@ def test_at_batch_answers_from_exactly_that_committed_batch_across_tasks(make_ap
     assert set(app.loop.run_once().records) >= COUNTING_TASKS
     first_batch = app.loop.batch_id
     first, _, _ = references(app.views)
-    with Client(url) as client:
+    with Client(url, secret=app.app.coordinator.secret) as client:
         assert dict(client.all("page-counts", at_batch=first_batch)) == dict(first)
         app.produce(2, 100)
         assert set(app.loop.run_once().records) >= COUNTING_TASKS

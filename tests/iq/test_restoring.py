@@ -14,6 +14,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streams_rt.kafka.dev_broker import BrokerInfo
+from streams_rt.rpc.http_auth import bearer_headers
 from streams_rt.runtime.local import LocalApplication
 from tests.tasks.test_host import FAST, drain
 
@@ -52,7 +53,7 @@ def test_a_restoring_store_answers_503_with_progress_then_the_value(kafka_broker
         url = f"http://{host.query_endpoint}/v1/stores/table/keys/k{RECORDS - 1:07d}"
         seen: list[tuple[int, dict[str, object], str | None]] = []
         deadline = time.monotonic() + 120
-        with httpx.Client(timeout=10) as http:
+        with httpx.Client(timeout=10, headers=bearer_headers(app.coordinator.secret)) as http:
             while time.monotonic() < deadline:
                 answer = http.get(url)
                 seen.append((answer.status_code, answer.json(), answer.headers.get("retry-after")))

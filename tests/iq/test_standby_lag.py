@@ -23,6 +23,7 @@ from streams_rt.kafka.dev_broker import BrokerInfo
 from streams_rt.kafka.offsets import end_offsets
 from streams_rt.kafka.partitioner import partition_for
 from streams_rt.protocol import TaskId
+from streams_rt.rpc.http_auth import bearer_headers
 from streams_rt.runtime.local import LocalApplication
 from streams_rt.runtime.topics import task_changelogs
 from tests.tasks.test_host import FAST, drain
@@ -37,13 +38,13 @@ def page_of(task: TaskId) -> str:
     return next(p for p in PAGES if partition_for(p.encode(), 3) == task.partition)
 
 
-def ask(endpoint: str, task: TaskId, max_lag: int) -> httpx.Response:
+def ask(endpoint: str, task: TaskId, max_lag: int, headers: dict[str, str]) -> httpx.Response:
     return httpx.get(f"http://{endpoint}/v1/stores/page-counts/keys/{quote(page_of(task), safe='')}",
-                     params={"max_lag": max_lag})
+                     params={"max_lag": max_lag}, headers=headers)
 
 
-def standby_host(endpoint: str, task: TaskId) -> str:
-    meta = httpx.get(f"http://{endpoint}/v1/metadata").json()
+def standby_host(endpoint: str, task: TaskId, headers: dict[str, str]) -> str:
+    meta = httpx.get(f"http://{endpoint}/v1/metadata", headers=headers).json()
     return next(str(h["endpoint"]) for h in meta["hosts"] if str(task) in h["standby_tasks"])
 
 
@@ -79,7 +80,8 @@ def test_a_standby_held_behind_answers_503_with_its_lag_over_max_lag(kafka_broke
         drain(loop)
         any_host = next(h.query_endpoint for h in app.hosts.values() if h.query_endpoint)
         assert any_host is not None
-        held_at, free_at = standby_host(any_host, HELD), standby_host(any_host, FREE)
+        headers = bearer_headers(app.coordinator.secret)
+        held_at, free_at = standby_host(any_host, HELD, headers), standby_host(any_host, FREE, headers)
         changelogs = task_changelogs(app.topology, app.layout)[HELD]
         behind = sum(end_offsets(admin, changelogs).values())  # the held standby has read none of it
         assert behind > 0
@@ -95,7 +97,7 @@ def test_a_standby_held_behind_answers_503_with_its_lag_over_max_lag(kafka_broke
             seen.append((answer.status_code, body.get("error"), lag))
             return bool(lag == behind)
 
-        refused = answer_when(f"task {HELD}'s standby lag read", lambda: ask(held_at, HELD, 0), lag_read)
+        refused = answer_when(f"task {HELD}'s standby lag read", lambda: ask(held_at, HELD, 0, headers), lag_read)
         assert all(s == (404, "KEY_NOT_FOUND", 0) or (s[:2] == (503, "STANDBY_TOO_FAR_BEHIND")
                                                      and (s[2] is None or 0 < s[2] < behind)) for s in seen[:-1]), seen
         body = refused.json()
@@ -104,14 +106,14 @@ def test_a_standby_held_behind_answers_503_with_its_lag_over_max_lag(kafka_broke
         assert (body["task"], body["lag"], body["max_lag"]) == (str(HELD), behind, 0)
         assert body["message"] == (f"task {HELD}'s standby here is {behind} offsets behind, over max_lag=0")
         assert refused.headers["retry-after"] == "1"
-        assert ask(held_at, HELD, behind - 1).json()["lag"] == behind  # still behind, by as much
+        assert ask(held_at, HELD, behind - 1, headers).json()["lag"] == behind  # still behind, by as much
 
-        stale = ask(held_at, HELD, behind)  # within max_lag: it answers from what it has (nothing)
+        stale = ask(held_at, HELD, behind, headers)  # within max_lag: it answers from what it has (nothing)
         assert (stale.status_code, stale.json()["error"]) == (404, "KEY_NOT_FOUND")
         assert stale.json()["freshness"] == {"task": str(HELD), "standby": True, "committed_batch": None,
                                              "lag": behind}
 
-        fresh = answer_when(f"task {FREE}'s standby caught up", lambda: ask(free_at, FREE, 0),
+        fresh = answer_when(f"task {FREE}'s standby caught up", lambda: ask(free_at, FREE, 0, headers),
                             lambda a: a.status_code == 200 and a.json()["value"] == 30)
         assert fresh.json()["freshness"]["standby"] is True
         assert fresh.json()["freshness"]["lag"] == 0

@@ -16,6 +16,7 @@ from streams_rt.protocol import (
     OFFSET_SUM_UNKNOWN,
     UNKNOWN_VERSION,
     AssignmentInfo,
+    AssignmentWriter,
     AssignorError,
     HostInfo,
     SubscriptionInfo,
@@ -44,6 +45,34 @@ def test_assignment_round_trip(info: AssignmentInfo) -> None:
     data = info.encode()
     assert decode_assignment(data) == info
     assert decode_assignment(data).encode() == data
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(VERSIONS).flatmap(assignments))
+def test_a_round_writer_writes_the_same_bytes_as_the_whole_assignment(info: AssignmentInfo) -> None:
+    """What a round's members share is encoded once; each member's bytes are still Kafka's whole."""
+    writer = AssignmentWriter(
+        info.version,
+        commonly_supported_version=info.commonly_supported_version,
+        partitions_by_host=info.partitions_by_host,
+        standby_partitions_by_host=info.standby_partitions_by_host,
+        error_code=info.error_code,
+        next_rebalance_ms=info.next_rebalance_ms,
+    )
+    assert writer.encode(info.active_tasks, info.standby_tasks) == info.encode()
+    assert writer.encode() == AssignmentInfo.for_version(
+        info.version, commonly_supported_version=info.commonly_supported_version,
+        partitions_by_host=info.partitions_by_host, standby_partitions_by_host=info.standby_partitions_by_host,
+        error_code=info.error_code, next_rebalance_ms=info.next_rebalance_ms,
+    ).encode()
+
+
+def test_a_round_writer_refuses_a_members_tasks_its_version_cannot_carry() -> None:
+    writer = AssignmentWriter(9, partitions_by_host={HostInfo("h", 1): (TopicPartition("t", 0),)})
+    with pytest.raises(ValueError, match="named topologies"):
+        writer.encode([TaskId(0, 0, "x")])
+    with pytest.raises(ValueError, match="repeat a partition"):
+        writer.encode(standby_tasks={TaskId(0, 1): [TopicPartition("t", 1), TopicPartition("t", 1)]})
 
 
 def test_old_subscriptions_keep_only_active_versus_standby() -> None:

@@ -19,6 +19,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from streams_rt import StreamsRuntime
 from streams_rt.iq import Client, QueryError
 from streams_rt.kafka.dev_broker import BrokerInfo
+from streams_rt.rpc.http_auth import bearer_headers
 from tests.spark.test_streams_runtime import Topics, lines, reference
 
 pytestmark = pytest.mark.broker
@@ -73,7 +74,8 @@ def committed_batches(runtime: StreamsRuntime) -> dict[str, int | None]:
     """Each store task's committed batch, as its active host's answers give it (an empty page)."""
     found: dict[str, int | None] = {}
     for host in runtime.app.hosts.values():
-        answer = httpx.get(f"http://{host.query_endpoint}/v1/stores/{STORE}/all", params={"limit": 1})
+        answer = httpx.get(f"http://{host.query_endpoint}/v1/stores/{STORE}/all", params={"limit": 1},
+                           headers=bearer_headers(runtime.app.coordinator.secret))
         if answer.status_code == 200:
             found.update({f["task"]: f["committed_batch"] for f in answer.json()["freshness"]})
     return found
@@ -130,7 +132,7 @@ def one_run(spark: SparkSession, runtime: StreamsRuntime, checkpoint: Path, expe
         cut = max(sink.last_batch_of().values())
         assert set(sink.last_batch_of().values()) == {cut}, "every store task took part in the last batch"
         url = f"http://{next(iter(runtime.app.hosts.values())).query_endpoint}"
-        with Client(url) as client:
+        with Client(url, secret=runtime.app.coordinator.secret) as client:
             assert dict(client.all(STORE, at_batch=cut)) == sink.counts_through(cut) == expected
             word = next(iter(expected))
             answer = client.get(STORE, word, at_batch=cut)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streams_rt.config import resolve
-from streams_rt.coordinator.user_data import AssignmentContent, StreamsUserDataCodec
+from streams_rt.coordinator.user_data import AssignmentContent, RoundContent, StreamsUserDataCodec
 from streams_rt.protocol import AssignorError, RebalanceProtocol, TaskId
 from streams_rt.rpc.errors import GroupError
 from streams_rt.rpc.messages import HeartbeatResponse, JoinResponse, SyncResponse
@@ -56,8 +56,8 @@ def make(now: int = 0, **kw: Any) -> Membership:
 
 def assignment(gen: int, active: list[TaskId], version: int = 11, common: int = 11,
                code: AssignorError = AssignorError.NONE, protocol: str = "COOPERATIVE") -> SyncAnswered:
-    content = AssignmentContent(active_tasks=tuple(active), error_code=code)
-    data = StreamsUserDataCodec().encode_assignment(version, common, content)
+    data = StreamsUserDataCodec().encode_assignment(version, common, AssignmentContent(tuple(active)),
+                                                    RoundContent(error_code=code))
     return SyncAnswered(SyncResponse(ready=True, generation=gen, protocol=protocol, user_data=data))
 
 
@@ -90,7 +90,7 @@ def test_first_join_sends_the_subscription_and_waits_for_the_round() -> None:
                             subscription_version=11, reported_active=frozenset(), standby=frozenset())
     assert m.poll() == []  # nothing more while the join is in flight
     m.handle(JoinAnswered(JoinResponse(member_id="m1")), 0)
-    assert m.poll() == [SendSync("m1", -1, 500)]
+    assert m.poll() == [SendSync("m1", -1, 3_333)]  # a third of the session (10 s), at most 5 s
     assert m.handle(SyncAnswered(SyncResponse(ready=False)), 0) == [] and m.state is MemberState.SYNCING
 
 

@@ -79,3 +79,33 @@ def test_a_restart_cannot_change_the_hosts_instance_id(value: str | None) -> Non
     leave static membership behind its operator's back."""
     with pytest.raises(RestartRefused, match="cannot change group.instance.id"):
         RestartRequest(properties={"group.instance.id": value}).host_config(CURRENT)
+
+
+def test_only_the_running_or_an_allowed_interpreter_may_be_restarted_into(tmp_path: Any) -> None:
+    """The run's secret must not let its holder start a host from any program."""
+    other = tmp_path / "bin" / "python"
+    other.parent.mkdir()
+    other.write_text("#!/bin/sh\n")
+    other.chmod(0o755)
+    assert RestartRequest(python="/usr/bin/env").host_config(CURRENT, running="/usr/bin/env")  # the running one
+    with pytest.raises(RestartRefused, match=f"{other} is not in host.restart.allowed.interpreters "
+                                             r"\(empty: only the running interpreter\)"):
+        RestartRequest(python=str(other)).host_config(CURRENT)
+    allowed = {**CURRENT, "properties": {**CURRENT["properties"], "host.restart.allowed.interpreters": str(other)}}
+    assert RestartRequest(python=str(other)).host_config(allowed)["properties"] == allowed["properties"]
+
+
+def test_only_allowed_environment_variables_may_be_set() -> None:
+    with pytest.raises(RestartRefused, match=r"environment variables LD_PRELOAD, PYTHONPATH are not in "
+                                             r"host.restart.allowed.env \(empty\)"):
+        RestartRequest(env={"PYTHONPATH": "/tmp/evil", "LD_PRELOAD": "/tmp/evil.so"}).host_config(CURRENT)
+    allowed = {**CURRENT, "properties": {**CURRENT["properties"], "host.restart.allowed.env": "MY_FLAG,OTHER"}}
+    assert RestartRequest(env={"MY_FLAG": "1"}).host_config(allowed)
+    with pytest.raises(RestartRefused, match="PYTHONPATH are not in host.restart.allowed.env"):
+        RestartRequest(env={"MY_FLAG": "1", "PYTHONPATH": "/x"}).host_config(allowed)
+
+
+@pytest.mark.parametrize("key", ["host.restart.allowed.interpreters", "host.restart.allowed.env"])
+def test_a_restart_cannot_widen_what_restarts_may_do(key: str) -> None:
+    with pytest.raises(RestartRefused, match=f"cannot change {key}"):
+        RestartRequest({key: "/bin/sh"}).host_config(CURRENT)

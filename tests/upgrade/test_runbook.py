@@ -296,7 +296,8 @@ def live(cluster: SparkSession, kafka_broker: BrokerInfo, tmp_path_factory: pyte
     logging.getLogger("streams_rt.coordinator.streams_round").addHandler(probes)
     logging.getLogger("streams_rt.coordinator.streams_round").setLevel(logging.INFO)
     config = {"application.id": app, "bootstrap.servers": bootstrap, "state.dir": str(state_dir), **FAST,
-              "session.timeout.ms": int(session_timeout_s() * 1000)}
+              "session.timeout.ms": int(session_timeout_s() * 1000),
+              "host.restart.allowed.interpreters": f"{old_python},{sys.executable}"}  # the runbook's "You need"
     values = {"APP": app, "STATE_DIR": str(state_dir), "NEW_PYTHON": sys.executable, "OLD_PYTHON": str(old_python),
               "FROM": FROM}
     live = Live(cluster, config, topics, work, Output(), Lines(bootstrap, topics["lines"]).start(), probes, values)

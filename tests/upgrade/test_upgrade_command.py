@@ -35,7 +35,9 @@ def old_app(kafka_broker: BrokerInfo, tmp_path: Path) -> Iterator[LocalApplicati
     for future in admin.create_topics([NewTopic(f"wc-{t}{suffix}", 2, 1) for t in ("lines", "counts")]).values():
         future.result()
     properties = {"application.id": f"upgrade-{suffix[1:]}", "bootstrap.servers": kafka_broker.bootstrap_servers,
-                  "state.dir": str(tmp_path / "driver"), **FAST}
+                  "state.dir": str(tmp_path / "driver"), **FAST,
+                  # the interpreter the test below names as the new release's (the running one is always allowed)
+                  "host.restart.allowed.interpreters": str(tmp_path / "old" / "bin" / "python")}
     app = LocalApplication("tests.tasks.topologies:word_count", properties, tmp_path / "app", hosts=3,
                            topology_args={"suffix": suffix}, release_stand_in=OLD)
     try:
