@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streams_rt.tasks.execution.base import Exec
+from streams_rt.tasks.execution.chunk import Chunk, Rec
 
 OUTER_JOIN_EMIT_INTERVAL = "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__"
 WINDOWED_AGGREGATION_EMIT_INTERVAL = "__emit.interval.ms.kstreams.windowed.aggregation__"
@@ -93,6 +94,14 @@ class ClosingAggregateExec(Exec):
     with the node's stream time (saved with each commit, restored on a restart or a move)."""
 
     emitter: WindowCloseEmitter | None = None
+
+    def process(self, chunk: Chunk) -> None:
+        for record in chunk.rows():
+            self._one(record)
+
+    def _one(self, record: Rec) -> None:
+        """One record into the windows it falls in (session merges and sliding windows are per record)."""
+        raise NotImplementedError
 
     def saved_times(self) -> dict[str, int]:
         times = super().saved_times()

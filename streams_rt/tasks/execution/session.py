@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from streams_rt.tasks.execution.base import SkipCounter, UserCodeError
 from streams_rt.tasks.execution.caching import CachedSessions
-from streams_rt.tasks.execution.chunk import Chunk, Rec
+from streams_rt.tasks.execution.chunk import Rec
 from streams_rt.tasks.execution.emit import ClosingAggregateExec, WindowCloseEmitter
 from streams_rt.topology.changes import Change
 from streams_rt.topology.record import Windowed
@@ -24,10 +24,6 @@ class SessionAggregateExec(ClosingAggregateExec):
         super().__init__(name)
         self.op, self.sessions, self.emitter, self.wall_clock = op, sessions, emitter, wall_clock
         self.skipped = SkipCounter(name)
-
-    def process(self, chunk: Chunk) -> None:
-        for record in chunk.rows():
-            self._one(record)
 
     def _one(self, record: Rec) -> None:
         key, value, timestamp = record[0], record[1], record[2]

@@ -15,7 +15,7 @@ from typing import Any
 
 from streams_rt.tasks.execution.base import SkipCounter, UserCodeError
 from streams_rt.tasks.execution.caching import CachedWindowRanges
-from streams_rt.tasks.execution.chunk import Chunk, Rec
+from streams_rt.tasks.execution.chunk import Rec
 from streams_rt.tasks.execution.emit import ClosingAggregateExec, WindowCloseEmitter
 from streams_rt.topology.changes import Change
 from streams_rt.topology.record import Windowed
@@ -32,10 +32,6 @@ class SlidingAggregateExec(ClosingAggregateExec):
         self.op, self.windows, self.emitter, self.wall_clock = op, windows, emitter, wall_clock
         self.difference = op.windows.time_difference_ms
         self.skipped = SkipCounter(name)
-
-    def process(self, chunk: Chunk) -> None:
-        for record in chunk.rows():
-            self._one(record)
 
     def _one(self, record: Rec) -> None:
         key, value, timestamp = record[0], record[1], record[2]
