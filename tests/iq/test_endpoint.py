@@ -197,7 +197,7 @@ def test_window_fetches_match_the_reference(running: Running) -> None:
 def test_session_fetches_match_the_reference(running: Running) -> None:
     """A session store's /windows: the key's sessions (start, end, count) overlapping [from, to]."""
     sessions = session_references(running.views)
-    with Client(running.url()) as client:
+    with Client(running.url(), secret=running.app.coordinator.secret) as client:
         for page in PAGES[:6] + PAGES[-2:]:
             answer = client.windows("page-sessions", page)
             assert [(w["start"], w["end"], w["value"]) for w in answer.value] == sessions[page]
