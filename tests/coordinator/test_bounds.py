@@ -111,13 +111,14 @@ class FailsOnceFor:
         self.latest_supported_version = self._inner.latest_supported_version
         self.decode_subscription = self._inner.decode_subscription
         self._task = task
+        self.armed = False  # set once the group has settled: a later join would supersede the failing round
         self.failed = False
 
     def assignment_writer(self, version: int, commonly_supported: int, shared: RoundContent) -> MemberWriter:
         write = self._inner.assignment_writer(version, commonly_supported, shared)
 
         def write_or_fail(content: AssignmentContent) -> bytes:
-            if not self.failed and self._task in content.active_tasks:
+            if self.armed and not self.failed and self._task in content.active_tasks:
                 self.failed = True
                 raise OverflowError("cannot write this one")
             return write(content)
@@ -132,6 +133,9 @@ def test_an_assignment_that_cannot_be_written_fails_only_its_member(tmp_path: Pa
     hosts = HostFactory(coordinator, tmp_path)
     try:
         live = [hosts.start(n) for n in ("a", "b", "c")]
+        settled(coordinator, live)
+        codec.armed = True  # the round a fourth member's join starts is the one that fails: nothing supersedes it
+        live.append(hosts.start("d"))
         wait_until(lambda: codec.failed and [h for h in live if h.proc.poll() is not None], 60, "one host to fail")
         (failed,) = [h for h in live if h.proc.poll() is not None]
         assert failed.proc.returncode == 2
@@ -139,7 +143,7 @@ def test_an_assignment_that_cannot_be_written_fails_only_its_member(tmp_path: Pa
         assert event["assignor_error"] == 3 and "cannot write this member's assignment" in event["message"]
         rest = [h for h in live if h is not failed]
         after = settled(coordinator, rest)  # the others get every task, the failed one's too
-        assert len(after["members"]) == 2
+        assert len(after["members"]) == 3
         assert not [e for h in rest for e in h.events() if e["event"] in ("failed", "lost")]
         assert_single_owners(rest)
     finally:
