@@ -11,6 +11,7 @@ what it flushes is partial states, which the aggregation behind the topic merges
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 import pyarrow as pa
@@ -41,6 +42,16 @@ def _groups(table: pa.Table, by: list[str], builtin: Builtin, value: str, partia
     return [(*(c[i] for c in columns), partials[i], times[i]) for i in order]
 
 
+
+def aggregate_step(initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any], key: Any, value: Any,
+                   timestamp: int, current: tuple[Any, int] | None) -> tuple[Any, Any, int]:
+    """(old, new, timestamp) of one record's update, as Kafka's KStreamAggregate: a new key's old value
+    is the initializer's (a reduce's: none), and the update carries the larger of the record's and the
+    stored timestamp."""
+    old = initializer() if current is None else current[0]
+    new = aggregator(key, value, old)
+    return old, new, timestamp if current is None else max(timestamp, current[1])
+
 class AggregateExec(Exec):
     """By key, as Kafka's KStreamAggregate: records with a null key or value are dropped, and an
     update's timestamp is the larger of the record's and the stored aggregate's."""
@@ -69,12 +80,7 @@ class AggregateExec(Exec):
                 continue
             current = table.load(key)
             try:
-                # As Kafka's KStreamAggregate, the old value a new key's update carries is the
-                # initializer's (a reduce's: none).
-                old = initializer() if current is None else current[0]
-                new = aggregator(key, value, old)
-                if current is not None and current[1] > timestamp:
-                    timestamp = current[1]
+                old, new, timestamp = aggregate_step(initializer, aggregator, key, value, timestamp, current)
             except Exception as e:
                 raise UserCodeError(self.name, record, e) from e
             table.put(key, new, timestamp, None if old is REDUCE_START else old, old_known=True)
@@ -186,12 +192,8 @@ class WindowedAggregateExec(Exec):
                                       f"{self.stream_time_ms} with grace {grace} ms")
                     continue
                 current = windows.get_timestamped(key, start)
-                updated = timestamp
                 try:
-                    old = initializer() if current is None else current[0]
-                    new = aggregator(key, value, old)
-                    if current is not None and current[1] > updated:
-                        updated = current[1]
+                    old, new, updated = aggregate_step(initializer, aggregator, key, value, timestamp, current)
                 except Exception as e:
                     raise UserCodeError(self.name, record, e) from e
                 windows.put(key, start, new, updated, None if old is REDUCE_START else old, old_known=True)
